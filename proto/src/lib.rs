@@ -17,6 +17,7 @@ pub mod framer;
 pub mod lldp;
 pub mod mac;
 pub mod openflow;
+pub mod select_weights;
 pub mod wire;
 
 pub use error::{DecodeError, ErrorKind};
