@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The one test command (README, CI): installs what it needs, then lint + every test.
+# Integration tests drive the real ovs-vswitchd (userspace datapath) that install-deps.sh starts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ $(id -u) -ne 0 ]]; then
+    echo "test.sh: needs root (apt, Open vSwitch, network namespaces); re-run with sudo" >&2
+    exit 1
+fi
+./scripts/install-deps.sh
+
+export CARGO_TERM_COLOR=never
+echo "== fmt";    cargo fmt --all -- --check
+echo "== clippy"; cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== tests";  cargo test --workspace --locked
+# Benchmarks must at least build, so they cannot rot between the runs that quote them.
+echo "== benches build"; cargo bench --workspace --locked --no-run
+./scripts/clean-ovs.sh
+echo "== all tests passed"
