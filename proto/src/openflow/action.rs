@@ -188,6 +188,33 @@ pub struct NxController2 {
 }
 
 impl NxController2 {
+    /// `controller(id=controller_id,max_len=max_len)` in the property form, as OVS writes it
+    /// (max_len then controller_id). Add more with the `with_*` builders.
+    pub fn new(controller_id: u16, max_len: u16) -> Self {
+        NxController2 {
+            props: vec![
+                Controller2Prop::MaxLen(max_len),
+                Controller2Prop::ControllerId(controller_id),
+            ],
+        }
+    }
+    pub fn with_reason(mut self, reason: u8) -> Self {
+        self.props.push(Controller2Prop::Reason(reason));
+        self
+    }
+    pub fn with_userdata(mut self, userdata: Vec<u8>) -> Self {
+        self.props.push(Controller2Prop::Userdata(userdata));
+        self
+    }
+    pub fn with_pause(mut self) -> Self {
+        self.props.push(Controller2Prop::Pause);
+        self
+    }
+    pub fn with_meter_id(mut self, meter_id: u32) -> Self {
+        self.props.push(Controller2Prop::MeterId(meter_id));
+        self
+    }
+
     pub fn max_len(&self) -> Option<u16> {
         self.props.iter().find_map(|p| match p {
             Controller2Prop::MaxLen(v) => Some(*v),
@@ -295,6 +322,11 @@ impl Action {
             controller_id,
             reason: OFPR_ACTION,
         })
+    }
+
+    /// Nicira `NXAST_CONTROLLER2` built from properties.
+    pub fn nx_controller2(c: NxController2) -> Self {
+        Action::NxController2(c)
     }
 
     pub fn group(group_id: u32) -> Self {
@@ -783,6 +815,13 @@ mod tests {
             a.to_string(),
             "controller(max_len=1234,id=5678,reason=invalid_ttl,userdata=01.02.03.04.05,pause)"
         );
+        let built = Action::nx_controller2(
+            NxController2::new(5678, 1234)
+                .with_reason(2)
+                .with_userdata(vec![1, 2, 3, 4, 5])
+                .with_pause(),
+        );
+        assert_eq!(built, a);
         // actions=group:5 (NXAST_GROUP, subtype 40): another Nicira action, kept opaque
         let (_, a) = one("ffff 0010 00002320 0028 0000 00000005");
         assert!(matches!(

@@ -42,7 +42,7 @@ trait OxmValue: Copy {
     /// `ovs-ofctl` style: integers in decimal (or hex), addresses in their usual notation.
     fn show(self, f: &mut fmt::Formatter<'_>, hex: bool) -> fmt::Result;
     /// The value as a port number, for fields printed as ports.
-    fn as_port(self) -> Option<u32> {
+    fn as_u32(self) -> Option<u32> {
         None
     }
 }
@@ -60,7 +60,7 @@ macro_rules! int_value {
             fn show(self, f: &mut fmt::Formatter<'_>, hex: bool) -> fmt::Result {
                 if hex { write!(f, "{:#x}", self) } else { write!(f, "{}", self) }
             }
-            fn as_port(self) -> Option<u32> {
+            fn as_u32(self) -> Option<u32> {
                 u32::try_from(self).ok()
             }
         }
@@ -110,6 +110,8 @@ enum Style {
     Dec,
     Hex,
     Port,
+    /// Hex, 4 digits (`0x0800`), as `ovs-ofctl` prints ethertypes.
+    EthType,
 }
 
 fn show_field<T: OxmValue>(
@@ -118,11 +120,12 @@ fn show_field<T: OxmValue>(
     value: T,
     mask: Option<T>,
     style: Style,
-    port: Option<u32>,
+    num: Option<u32>,
 ) -> fmt::Result {
     write!(f, "{name}=")?;
-    match (style, port, mask) {
+    match (style, num, mask) {
         (Style::Port, Some(p), _) => write!(f, "{}", PortNo(p)),
+        (Style::EthType, Some(t), None) => write!(f, "{t:#06x}"),
         (_, _, Some(m)) => {
             value.show(f, true)?;
             f.write_str("/")?;
@@ -234,7 +237,7 @@ macro_rules! oxm_basic {
 
             fn fmt_field(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 match self {
-                    $( Self::$pv(v) => show_field(f, $pname, *v, None, Style::$ps, v.as_port()), )*
+                    $( Self::$pv(v) => show_field(f, $pname, *v, None, Style::$ps, v.as_u32()), )*
                     $( Self::$mv { value, mask } => show_field(f, $mname, *value, *mask, Style::$ms, None), )*
                     Self::Other(r) => write!(f, "{r}"),
                 }
@@ -257,7 +260,7 @@ oxm_basic! {
     plain: [
         (0, InPort, u32, 4, "in_port", Port),
         (1, InPhyPort, u32, 4, "in_phy_port", Port),
-        (5, EthType, u16, 2, "eth_type", Hex),
+        (5, EthType, u16, 2, "eth_type", EthType),
         (7, VlanPcp, u8, 1, "vlan_pcp", Dec),
         (8, IpDscp, u8, 1, "ip_dscp", Dec),
         (9, IpEcn, u8, 1, "ip_ecn", Dec),
@@ -734,7 +737,7 @@ mod tests {
         assert_eq!(&m.to_bytes()[..], &b[..]);
         assert_eq!(
             m.to_string(),
-            "in_port=1,eth_src=50:54:00:00:00:06,eth_dst=50:54:00:00:00:05,eth_type=0x806,\
+            "in_port=1,eth_src=50:54:00:00:00:06,eth_dst=50:54:00:00:00:05,eth_type=0x0806,\
              vlan_vid=0,arp_op=2,arp_spa=192.168.0.2,arp_tpa=192.168.0.1"
         );
     }
@@ -760,7 +763,7 @@ mod tests {
             });
         assert_eq!(
             m.to_string(),
-            "in_port=1,eth_type=0x800,eth_dst=02:00:00:01:00:00/ff:ff:ff:ff:00:00"
+            "in_port=1,eth_type=0x0800,eth_dst=02:00:00:01:00:00/ff:ff:ff:ff:00:00"
         );
         assert_eq!(
             Match::default().to_bytes().as_ref(),
