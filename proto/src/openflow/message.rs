@@ -549,17 +549,21 @@ impl Message {
     }
 }
 
-/// Proptest strategies for whole messages. Bodies owned by the structures workstream (flow,
-/// group, meter, packet, port, table) come from their `arb` modules once published; until then
-/// their placeholder types are generated as raw bytes.
+/// Proptest strategies for whole messages (bodies owned by other modules come from their `arb`).
 #[cfg(test)]
 pub mod arb {
     use super::*;
     use crate::openflow::bundle::arb::{any_bundle_control, any_bundle_prop};
+    use crate::openflow::flow::arb::{any_flow_mod, any_flow_removed};
+    use crate::openflow::group::arb::any_group_mod;
+    use crate::openflow::meter::arb::any_meter_mod;
     use crate::openflow::multipart::arb::{any_multipart_reply, any_multipart_request};
     use crate::openflow::nicira::arb::any_set_controller_id;
+    use crate::openflow::packet::arb::{any_packet_in, any_packet_out};
+    use crate::openflow::port::arb::{any_port_mod, any_port_status};
     use crate::openflow::switch::arb::*;
     use crate::openflow::symmetric::arb::*;
+    use crate::openflow::table::arb::any_table_mod;
     use proptest::collection::vec;
     use proptest::prelude::*;
 
@@ -588,6 +592,15 @@ pub mod arb {
             Just(Body::GetAsyncRequest),
             any_async_config().prop_map(Body::GetAsyncReply),
             any_async_config().prop_map(Body::SetAsync),
+            any_packet_in().prop_map(Body::PacketIn),
+            any_flow_removed().prop_map(Body::FlowRemoved),
+            any_port_status().prop_map(Body::PortStatus),
+            any_packet_out().prop_map(Body::PacketOut),
+            any_flow_mod().prop_map(Body::FlowMod),
+            any_group_mod().prop_map(Body::GroupMod),
+            any_port_mod().prop_map(Body::PortMod),
+            any_table_mod().prop_map(Body::TableMod),
+            any_meter_mod().prop_map(Body::MeterMod),
             (30u8..=255, vec(any::<u8>(), 0..24))
                 .prop_map(|(msg_type, data)| Body::Unknown { msg_type, data }),
         ]

@@ -1381,6 +1381,11 @@ impl MultipartAssembler {
 #[cfg(test)]
 pub mod arb {
     use super::*;
+    use crate::openflow::group::arb::any_bucket;
+    use crate::openflow::instruction::arb::any_instructions;
+    use crate::openflow::meter::arb::any_meter_band;
+    use crate::openflow::oxm::arb::any_match;
+    use crate::openflow::port::arb::any_port;
     use crate::openflow::table_features::arb::{any_name, any_table_features};
     use proptest::collection::vec;
     use proptest::prelude::*;
@@ -1392,15 +1397,16 @@ pub mod arb {
             any::<u32>(),
             any::<u64>(),
             any::<u64>(),
+            any_match(),
         )
-            .prop_map(|(table_id, out_port, out_group, cookie, cookie_mask)| {
+            .prop_map(|(table_id, out_port, out_group, cookie, cookie_mask, m)| {
                 FlowStatsRequest {
                     table_id,
                     out_port,
                     out_group,
                     cookie,
                     cookie_mask,
-                    r#match: Match::default(),
+                    r#match: m,
                 }
             })
     }
@@ -1461,21 +1467,25 @@ pub mod arb {
         (
             any::<(u8, u32, u32, u16, u16, u16, u16)>(),
             any::<(u64, u64, u64)>(),
+            any_match(),
+            any_instructions(),
         )
-            .prop_map(|((t, ds, dn, p, it, ht, f), (c, pc, bc))| FlowStats {
-                table_id: t,
-                duration_sec: ds,
-                duration_nsec: dn,
-                priority: p,
-                idle_timeout: it,
-                hard_timeout: ht,
-                flags: f,
-                cookie: c,
-                packet_count: pc,
-                byte_count: bc,
-                r#match: Match::default(),
-                instructions: Vec::new(),
-            })
+            .prop_map(
+                |((t, ds, dn, p, it, ht, f), (c, pc, bc), m, ins)| FlowStats {
+                    table_id: t,
+                    duration_sec: ds,
+                    duration_nsec: dn,
+                    priority: p,
+                    idle_timeout: it,
+                    hard_timeout: ht,
+                    flags: f,
+                    cookie: c,
+                    packet_count: pc,
+                    byte_count: bc,
+                    r#match: m,
+                    instructions: ins,
+                },
+            )
     }
 
     pub fn any_port_stats() -> impl Strategy<Value = PortStats> {
@@ -1560,12 +1570,12 @@ pub mod arb {
                     })
                     .collect()
             )),
-            vec((0u8..6, any::<u32>()), 0..3).prop_map(|v| B::GroupDesc(
+            vec((0u8..6, any::<u32>(), vec(any_bucket(), 0..3)), 0..3).prop_map(|v| B::GroupDesc(
                 v.into_iter()
-                    .map(|(t, g)| GroupDesc {
+                    .map(|(t, g, buckets)| GroupDesc {
                         group_type: GroupType::from_u8(t),
                         group_id: g,
-                        buckets: Vec::new()
+                        buckets
                     })
                     .collect()
             )),
@@ -1609,15 +1619,17 @@ pub mod arb {
                     })
                     .collect()
             )),
-            vec(any::<(u16, u32)>(), 0..3).prop_map(|v| B::MeterConfig(
-                v.into_iter()
-                    .map(|(flags, meter_id)| MeterConfig {
-                        flags,
-                        meter_id,
-                        bands: Vec::new()
-                    })
-                    .collect()
-            )),
+            vec((any::<(u16, u32)>(), vec(any_meter_band(), 0..3)), 0..3).prop_map(|v| {
+                B::MeterConfig(
+                    v.into_iter()
+                        .map(|((flags, meter_id), bands)| MeterConfig {
+                            flags,
+                            meter_id,
+                            bands,
+                        })
+                        .collect(),
+                )
+            }),
             any::<(u32, u32, u32, u8, u8)>().prop_map(|(a, b, c, d, e)| B::MeterFeatures(
                 MeterFeatures {
                     max_meter: a,
@@ -1628,7 +1640,7 @@ pub mod arb {
                 }
             )),
             vec(any_table_features(), 0..3).prop_map(B::TableFeatures),
-            Just(B::PortDesc(Vec::new())),
+            vec(any_port(), 0..3).prop_map(B::PortDesc),
             any_experimenter_multipart().prop_map(B::Experimenter),
             (14u16..0xfff0, vec(any::<u8>(), 0..16))
                 .prop_map(|(mp_type, data)| B::Unknown { mp_type, data }),
