@@ -586,7 +586,7 @@ mod tests {
         assert_eq!(
             fm.to_string(),
             "ADD table:all priority=65535,in_port=1,eth_src=50:54:00:00:00:06,\
-             eth_dst=50:54:00:00:00:05,eth_type=0x806,vlan_vid=0,arp_op=2,\
+             eth_dst=50:54:00:00:00:05,eth_type=0x0806,vlan_vid=0,arp_op=2,\
              arp_spa=192.168.0.2,arp_tpa=192.168.0.1 send_flow_rem check_overlap \
              reset_counts no_packet_counts no_byte_counts actions=output:3"
         );
@@ -620,7 +620,7 @@ mod tests {
         assert_eq!(&fm.to_bytes()[..], &b[..]);
         assert_eq!(
             fm.to_string(),
-            "ADD table:0 priority=255,eth_type=0x800 actions=set_field:192.168.3.92->ipv4_src"
+            "ADD table:0 priority=255,eth_type=0x0800 actions=set_field:192.168.3.92->ipv4_src"
         );
     }
 
