@@ -54,3 +54,74 @@ fn ovs_3_1_captures_decode_and_reencode_exactly() {
         failures.join("\n")
     );
 }
+
+/// The captures must decode to *typed* messages, not to the opaque fallbacks: a decoder that
+/// turned everything into `Unknown` would pass the byte-exact test above.
+#[test]
+fn ovs_3_1_captures_decode_to_typed_messages() {
+    use fabricflow_proto::openflow::message::Body;
+    use fabricflow_proto::openflow::multipart::MultipartReplyBody;
+    use fabricflow_proto::openflow::oxm::OxmField;
+    use std::collections::BTreeSet;
+
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/ovs-3.1");
+    let mut seen = BTreeSet::new();
+    let mut masked_eth_dst = false;
+    let mut select_weights = Vec::new();
+    for entry in fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "bin") {
+            continue;
+        }
+        let msg = Message::decode(&fs::read(&path).unwrap()).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        match &msg.body {
+            Body::Unknown { .. } => panic!("{name}: decoded as an unknown message type"),
+            Body::MultipartReply(r) => {
+                assert!(
+                    !matches!(r.body, MultipartReplyBody::Unknown { .. }),
+                    "{name}: multipart reply decoded as unknown"
+                );
+                seen.insert(format!("MULTIPART_REPLY/{:?}", r.body.mp_type()));
+            }
+            Body::FlowMod(f) => {
+                masked_eth_dst |= f.r#match.fields.iter().any(
+                    |o| matches!(o, OxmField::EthDst { mask: Some(m), .. } if m.octets() == [0xff, 0xff, 0xff, 0xff, 0, 0]),
+                );
+            }
+            Body::GroupMod(g) if name.starts_with("add-group-select") => {
+                select_weights = g.weights();
+            }
+            _ => {}
+        }
+        seen.insert(msg.body.name().to_owned());
+    }
+    for want in [
+        "OFPT_HELLO",
+        "OFPT_ERROR",
+        "OFPT_FEATURES_REPLY",
+        "OFPT_FLOW_MOD",
+        "OFPT_GROUP_MOD",
+        "OFPT_METER_MOD",
+        "OFPT_PACKET_IN",
+        "OFPT_PACKET_OUT",
+        "OFPT_BARRIER_REPLY",
+        "ONFT_BUNDLE_CONTROL",
+        "ONFT_BUNDLE_ADD_MESSAGE",
+        "MULTIPART_REPLY/PortStats",
+        "MULTIPART_REPLY/PortDesc",
+        "MULTIPART_REPLY/GroupDesc",
+        "MULTIPART_REPLY/Flow",
+        "MULTIPART_REPLY/TableFeatures",
+    ] {
+        assert!(
+            seen.contains(want),
+            "no typed {want} among the captures; saw {seen:?}"
+        );
+    }
+    assert!(masked_eth_dst, "no FLOW_MOD with a masked eth_dst decoded");
+    assert!(
+        !select_weights.is_empty() && select_weights.iter().any(|&w| w > 1),
+        "select group weights: {select_weights:?}"
+    );
+}
