@@ -998,3 +998,90 @@ fn unknown_message_type_is_kept() {
         }
     );
 }
+
+/// Messages built by the constructors are accepted by Open vSwitch's own decoder
+/// (`ovs-ofctl ofp-print`), when it is installed.
+#[test]
+fn constructors_decode_in_ovs_ofctl() {
+    use fabricflow_proto::openflow::switch::AsyncConfig;
+    if std::process::Command::new("ovs-ofctl")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("ovs-ofctl not installed; skipping");
+        return;
+    }
+    let flow_mod = hx("04 0e 00 90 00 00 00 02 00 00 00 00 00 00 00 00 \
+         00 00 00 00 00 00 00 00 01 00 00 00 00 00 ff ff \
+         ff ff ff ff ff ff ff ff ff ff ff ff 00 00 00 00 \
+         00 01 00 42 80 00 00 04 00 00 00 01 80 00 08 06 \
+         50 54 00 00 00 06 80 00 06 06 50 54 00 00 00 05 \
+         80 00 0a 02 08 06 80 00 0c 02 00 00 80 00 2a 02 \
+         00 02 80 00 2c 04 c0 a8 00 02 80 00 2e 04 c0 a8 \
+         00 01 00 00 00 00 00 00 00 04 00 18 00 00 00 00 \
+         00 00 00 10 00 00 00 03 00 00 00 00 00 00 00 00");
+    let cases = [
+        (Message::hello(1), "OFPT_HELLO"),
+        (Message::features_request(2), "OFPT_FEATURES_REQUEST"),
+        (Message::set_config(3, 0, 0xffff), "miss_send_len=65535"),
+        (
+            Message::role_request(4, ControllerRole::Equal, 0),
+            "role=equal",
+        ),
+        (Message::set_controller_id(5, 7), "NXT_SET_CONTROLLER_ID"),
+        (Message::get_async_request(6), "OFPT_GET_ASYNC_REQUEST"),
+        (
+            Message::set_async(
+                7,
+                AsyncConfig {
+                    packet_in_mask: [3, 0],
+                    port_status_mask: [7, 0],
+                    flow_removed_mask: [0, 0],
+                },
+            ),
+            "OFPT_SET_ASYNC",
+        ),
+        (
+            Message::bundle_open(8, 1, OFPBF_ATOMIC | OFPBF_ORDERED),
+            "OPEN_REQUEST",
+        ),
+        (
+            Message::bundle_add(1, OFPBF_ATOMIC, Message::decode(&flow_mod).unwrap()),
+            "ONFT_BUNDLE_ADD_MESSAGE",
+        ),
+        (Message::bundle_commit(9, 1, OFPBF_ATOMIC), "COMMIT_REQUEST"),
+        (
+            Message::flow_stats_request(10, Default::default()),
+            "OFPST_FLOW request",
+        ),
+        (Message::group_desc_request(11), "OFPST_GROUP_DESC request"),
+        (Message::port_desc_request(12), "OFPST_PORT_DESC request"),
+        (
+            Message::port_stats_request(13, OFPP_ANY),
+            "OFPST_PORT request",
+        ),
+        (
+            Message::multipart_request(14, Q::TableFeatures(vec![])),
+            "OFPST_TABLE_FEATURES request",
+        ),
+        (Message::barrier_request(15), "OFPT_BARRIER_REQUEST"),
+        (
+            Message::echo_request(16, vec![1, 2, 3]),
+            "OFPT_ECHO_REQUEST",
+        ),
+    ];
+    for (m, want) in cases {
+        let hexs = hex::encode(m.to_bytes());
+        let out = std::process::Command::new("ovs-ofctl")
+            .args(["ofp-print", &hexs])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(want) && !text.contains("***"),
+            "ovs-ofctl on {hexs}:\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
