@@ -607,6 +607,24 @@ mod tests {
     }
 
     #[test]
+    fn serialises_back_to_the_same_config() {
+        let cfg = AgentConfig {
+            policy: PolicyConfig {
+                increase_timer_period_us: Some(15_000),
+                ..PolicyConfig::default()
+            },
+            ..AgentConfig::default()
+        };
+        let text = toml::to_string_pretty(&cfg).unwrap();
+        assert_eq!(AgentConfig::from_toml_str(&text).unwrap(), cfg);
+        let text = toml::to_string_pretty(&AgentConfig::default()).unwrap();
+        assert_eq!(
+            AgentConfig::from_toml_str(&text).unwrap(),
+            AgentConfig::default()
+        );
+    }
+
+    #[test]
     fn example_file_is_valid() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/agent.example.toml");
         let cfg = AgentConfig::from_file(&path).unwrap();
