@@ -1,0 +1,634 @@
+//! The agent's configuration: every constant of the QCN-SW policy, the weight-write decision and
+//! the emulated congestion point, with documented defaults and validation.
+//!
+//! Loaded from TOML (`deploy/agent.example.toml` lists and explains every key). Every section and
+//! key is optional; a missing key takes the default documented here. Unknown keys are rejected so
+//! that a misspelt constant cannot silently fall back to its default.
+//!
+//! Durations are integers with their unit in the key name (`_us`); the pure core converts them to
+//! nanoseconds, the unit of its `now` argument.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+use crate::policy::{UpdatePolicy, Variant};
+
+/// Largest quantised feedback a CNM can carry (6 bits).
+pub const QNTZ_FB_MAX: u8 = 63;
+
+/// Everything the agent's pure core is configured with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// The QCN-SW reaction point: how P(p) moves.
+    pub policy: PolicyConfig,
+    /// When quantised bucket weights are written to the switch.
+    pub weights: WeightsConfig,
+    /// The QCN congestion point (used by the emulated CP on Open vSwitch and by the simulator).
+    pub cp: CpConfig,
+}
+
+/// Constants of the QCN-SW policy engine (DESIGN §5, QCN.md "QCN-SW constants").
+///
+/// Probabilities are in percent (0..=100), as in FOGSim's `portEnrouteMinProb`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// Which published variant runs. Default `base`: the others are add-ons whose value the
+    /// simulator's sweep has yet to show for fabricflow's fabrics.
+    pub variant: Variant,
+    /// How increases and decreases are applied. Default `aimd`, the published default.
+    pub update: UpdatePolicy,
+    /// Gd: multiplicative decrease per unit of QntzFb, P ← P·(1 − Gd·QntzFb). Default 1/128, the
+    /// IEEE 802.1Qau value, so that R = 1 − Gd·QntzFb ∈ [0.508, 1]. Must keep Gd·63 ≤ 0.5.
+    pub gd: f64,
+    /// Additive decrease, in percentage points per unit of QntzFb (AIAD, MIAD):
+    /// P ← P − ad_percent_per_fb·QntzFb. Default 100·Gd = 0.78125, so that a CNM at P = 100 cuts
+    /// the same amount under AD as under MD (QntzFb 63 → −49.2 points). FOGSim subtracts Gd·QntzFb
+    /// points (at most 0.49); set this to the value of `gd` to reproduce it exactly.
+    pub ad_percent_per_fb: f64,
+    /// Additive increase step, in percentage points (AIMD, AIAD). Default 1.0: from a halving
+    /// (P = 50.8) back to 100 takes 50 increases, i.e. 50 byte limits of traffic on the port
+    /// (7.5 MB, 6 ms at 10 Gb/s). The papers' tuned value is not public.
+    pub increase_step_percent: f64,
+    /// Multiplicative increase fraction x (MIMD, MIAD): P ← min(100, P·(1 + x)). Default 0.02:
+    /// near P = 50 one increase moves P by one point, like the additive default. FOGSim multiplies
+    /// by its R_AI; x = R_AI − 1.
+    pub mi_increase_fraction: f64,
+    /// B: bytes that must leave a port since its last CNM or increase to earn one increase.
+    /// Default 150 000, the IEEE 802.1Qau reaction point's byte counter (QCN.md). Scale it down
+    /// with the link rate on an emulated fabric (e.g. 15 000 for 10–20 Mb/s links).
+    pub byte_limit_bytes: u64,
+    /// Pmin: floor of P, in percent. Default 5: keeps ≈ 13 of the 255 weight quanta on the
+    /// minimal port so the minimal path keeps being probed and its byte counter keeps running;
+    /// under ADV+1 on the reference Dragonfly (p=4, a=8, h=4) at load 0.4 the minimal global
+    /// link's fair share is ≈ 8 % of the group's traffic, above this floor.
+    pub p_min_percent: f64,
+    /// th1: feedback comparison increases P(p) when Fb(p) ≤ Fb_avg + th1 (QntzFb units).
+    /// Default 0, as in FOGSim and DESIGN §5.
+    pub fbcomp_th1: f64,
+    /// th2: feedback comparison decreases P(p) when Fb(p) > Fb_avg + th2 (QntzFb units); nothing
+    /// happens in between. Default 0. Must be ≥ 0 and ≥ th1.
+    pub fbcomp_th2: f64,
+    /// Period of the idle-port increase timer, µs; absent = no timer (FOGSim has none). When set,
+    /// a port that has seen neither a CNM nor an increase for a whole period gets one increase
+    /// per elapsed period on the next `Tick`. Default: absent, because the byte counter already
+    /// recovers every port that carries traffic (transit included) and a port without traffic
+    /// has no flows to steer; set it (e.g. 15 000, the 802.1Qau RP timer) when idle ports must
+    /// recover before their traffic returns.
+    pub increase_timer_period_us: Option<u64>,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        PolicyConfig {
+            variant: Variant::Base,
+            update: UpdatePolicy::Aimd,
+            gd: 1.0 / 128.0,
+            ad_percent_per_fb: 100.0 / 128.0,
+            increase_step_percent: 1.0,
+            mi_increase_fraction: 0.02,
+            byte_limit_bytes: 150_000,
+            p_min_percent: 5.0,
+            fbcomp_th1: 0.0,
+            fbcomp_th2: 0.0,
+            increase_timer_period_us: None,
+        }
+    }
+}
+
+/// When a changed probability is written as new bucket weights (DESIGN §4: an OVS weight MODIFY
+/// rebuilds the dp_hash table and moves many flows, so writes must be few and meaningful).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WeightsConfig {
+    /// Minimum time between two writes of one group, µs. Default 10 000 (10 ms): at most 100
+    /// table rebuilds per second per group, yet each new split lives for several RTTs of a
+    /// data-centre fabric before the next one, and P's own dynamics (one increase per 120 µs of
+    /// traffic at 10 Gb/s) are far faster, so pending changes are coalesced.
+    pub min_update_interval_us: u64,
+    /// A write is considered only when some bucket weight moves by at least this many quanta
+    /// (1/255 each). Default 1: any change OVS can represent.
+    pub min_change_quanta: u16,
+    /// Per-group overrides of `min_update_interval_us`.
+    pub group_overrides: Vec<GroupOverride>,
+}
+
+impl Default for WeightsConfig {
+    fn default() -> Self {
+        WeightsConfig {
+            min_update_interval_us: 10_000,
+            min_change_quanta: 1,
+            group_overrides: vec![],
+        }
+    }
+}
+
+impl WeightsConfig {
+    /// The minimum update interval of `group_id`, in nanoseconds.
+    pub fn min_update_interval_ns(&self, group_id: u32) -> u64 {
+        let us = self
+            .group_overrides
+            .iter()
+            .find(|o| o.group_id == group_id)
+            .map_or(self.min_update_interval_us, |o| o.min_update_interval_us);
+        us.saturating_mul(1_000)
+    }
+}
+
+/// A group whose minimum update interval differs from the default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupOverride {
+    /// OpenFlow group id.
+    pub group_id: u32,
+    /// Minimum time between two writes of this group, µs.
+    pub min_update_interval_us: u64,
+}
+
+/// The QCN congestion point (IEEE 802.1Qau; QCN.md "Congestion point").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CpConfig {
+    /// Qeq, the queue set point in octets. Default 26 000 (IEEE8021-CN-MIB). On an emulated
+    /// fabric with queues of tens of packets scale it to the configured queue (e.g. 15 000 for a
+    /// 50-packet qdisc of 1500-octet frames: a third of the queue).
+    pub qeq_bytes: u64,
+    /// w, the weight of the queue's growth Qδ in Fb = −(Qoff + w·Qδ). Default 2.
+    pub w: f64,
+    /// Sampling base in octets: the interval at QntzFb < 8. The table of 802.1Qau (150, 75, 50,
+    /// 37.5, 30, 25, 21.5, 18.5 KB) is scaled by `sampling_base_bytes / 150 000`. Default 150 000.
+    /// Scale it down with Qeq on an emulated fabric.
+    pub sampling_base_bytes: u64,
+    /// Relative randomisation of every sampling interval, ± this fraction. Default 0.15 (±15 %),
+    /// to avoid synchronisation between congestion points. Must be in [0, 1).
+    pub sampling_jitter_fraction: f64,
+}
+
+impl Default for CpConfig {
+    fn default() -> Self {
+        CpConfig {
+            qeq_bytes: 26_000,
+            w: 2.0,
+            sampling_base_bytes: 150_000,
+            sampling_jitter_fraction: 0.15,
+        }
+    }
+}
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not valid TOML for this schema (syntax, type, unknown key).
+    #[error("invalid configuration: {0}")]
+    Toml(#[from] toml::de::Error),
+    /// A numeric constant is outside its valid range.
+    #[error("{field} = {value} is out of range: {expected}")]
+    OutOfRange {
+        /// Dotted key, e.g. `policy.gd`.
+        field: &'static str,
+        /// The value given.
+        value: f64,
+        /// The valid range, in words.
+        expected: &'static str,
+    },
+    /// Two constants contradict each other.
+    #[error("inconsistent configuration: {0}")]
+    Inconsistent(&'static str),
+}
+
+fn check(
+    ok: bool,
+    field: &'static str,
+    value: f64,
+    expected: &'static str,
+) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::OutOfRange {
+            field,
+            value,
+            expected,
+        })
+    }
+}
+
+#[allow(clippy::cast_precision_loss)] // values only reported in error messages
+fn as_f64(v: u64) -> f64 {
+    v as f64
+}
+
+impl PolicyConfig {
+    /// Checks every constant; the policy engine accepts only validated configurations.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let max_fb = f64::from(QNTZ_FB_MAX);
+        check(
+            self.gd.is_finite() && self.gd > 0.0 && self.gd * max_fb <= 0.5,
+            "policy.gd",
+            self.gd,
+            "0 < gd and gd·63 ≤ 0.5 (R = 1 − gd·QntzFb must stay in [0.5, 1])",
+        )?;
+        check(
+            self.ad_percent_per_fb.is_finite()
+                && self.ad_percent_per_fb > 0.0
+                && self.ad_percent_per_fb * max_fb <= 100.0,
+            "policy.ad_percent_per_fb",
+            self.ad_percent_per_fb,
+            "0 < ad_percent_per_fb and ad_percent_per_fb·63 ≤ 100",
+        )?;
+        check(
+            self.increase_step_percent.is_finite()
+                && self.increase_step_percent > 0.0
+                && self.increase_step_percent <= 100.0,
+            "policy.increase_step_percent",
+            self.increase_step_percent,
+            "0 < step ≤ 100",
+        )?;
+        check(
+            self.mi_increase_fraction.is_finite()
+                && self.mi_increase_fraction > 0.0
+                && self.mi_increase_fraction <= 1.0,
+            "policy.mi_increase_fraction",
+            self.mi_increase_fraction,
+            "0 < x ≤ 1 (P ← P·(1 + x) at most doubles)",
+        )?;
+        check(
+            self.byte_limit_bytes > 0,
+            "policy.byte_limit_bytes",
+            as_f64(self.byte_limit_bytes),
+            "> 0",
+        )?;
+        check(
+            self.p_min_percent.is_finite()
+                && self.p_min_percent >= 0.0
+                && self.p_min_percent < 100.0,
+            "policy.p_min_percent",
+            self.p_min_percent,
+            "0 ≤ Pmin < 100",
+        )?;
+        if self.update.multiplicative_increase() && self.p_min_percent <= 0.0 {
+            return Err(ConfigError::Inconsistent(
+                "a multiplicative-increase policy (mimd, miad) needs p_min_percent > 0: P = 0 never grows",
+            ));
+        }
+        check(
+            self.fbcomp_th1.is_finite() && self.fbcomp_th1.abs() <= max_fb,
+            "policy.fbcomp_th1",
+            self.fbcomp_th1,
+            "−63 ≤ th1 ≤ 63",
+        )?;
+        check(
+            self.fbcomp_th2.is_finite() && self.fbcomp_th2 >= 0.0 && self.fbcomp_th2 <= max_fb,
+            "policy.fbcomp_th2",
+            self.fbcomp_th2,
+            "0 ≤ th2 ≤ 63 (a negative th2 would turn the decrease into an increase)",
+        )?;
+        if self.fbcomp_th1 > self.fbcomp_th2 {
+            return Err(ConfigError::Inconsistent(
+                "policy.fbcomp_th1 must not exceed policy.fbcomp_th2",
+            ));
+        }
+        if let Some(t) = self.increase_timer_period_us {
+            check(
+                t > 0,
+                "policy.increase_timer_period_us",
+                as_f64(t),
+                "> 0 (omit the key to disable)",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The increase timer's period in nanoseconds, if enabled.
+    pub fn increase_timer_period_ns(&self) -> Option<u64> {
+        self.increase_timer_period_us
+            .map(|us| us.saturating_mul(1_000))
+    }
+}
+
+impl WeightsConfig {
+    /// Checks every constant.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(
+            (1..=fabricflow_proto::select_weights::WEIGHT_QUANTA).contains(&self.min_change_quanta),
+            "weights.min_change_quanta",
+            f64::from(self.min_change_quanta),
+            "1 ≤ min_change_quanta ≤ 255",
+        )?;
+        let mut ids: Vec<u32> = self.group_overrides.iter().map(|o| o.group_id).collect();
+        ids.sort_unstable();
+        if ids.windows(2).any(|w| w.first() == w.get(1)) {
+            return Err(ConfigError::Inconsistent(
+                "weights.group_overrides lists a group twice",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl CpConfig {
+    /// Checks every constant.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(
+            self.qeq_bytes > 0,
+            "cp.qeq_bytes",
+            as_f64(self.qeq_bytes),
+            "> 0",
+        )?;
+        // Qeq·(2w+1) must stay far from u64/f64 trouble: 1 TB is beyond any queue.
+        check(
+            self.qeq_bytes <= 1 << 40,
+            "cp.qeq_bytes",
+            as_f64(self.qeq_bytes),
+            "≤ 2^40",
+        )?;
+        check(
+            self.w.is_finite() && self.w > 0.0 && self.w <= 64.0,
+            "cp.w",
+            self.w,
+            "0 < w ≤ 64",
+        )?;
+        check(
+            self.sampling_base_bytes > 0 && self.sampling_base_bytes <= 1 << 40,
+            "cp.sampling_base_bytes",
+            as_f64(self.sampling_base_bytes),
+            "0 < base ≤ 2^40",
+        )?;
+        check(
+            self.sampling_jitter_fraction.is_finite()
+                && (0.0..1.0).contains(&self.sampling_jitter_fraction),
+            "cp.sampling_jitter_fraction",
+            self.sampling_jitter_fraction,
+            "0 ≤ jitter < 1",
+        )?;
+        Ok(())
+    }
+}
+
+impl AgentConfig {
+    /// Checks every section.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.policy.validate()?;
+        self.weights.validate()?;
+        self.cp.validate()
+    }
+
+    /// Parses and validates TOML text.
+    pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
+        let cfg: AgentConfig = toml::from_str(text)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Reads, parses and validates a TOML file.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_toml_str(&text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        AgentConfig::default().validate().unwrap();
+        let p = PolicyConfig::default();
+        assert_eq!(p.gd, 1.0 / 128.0);
+        assert_eq!(p.variant, Variant::Base);
+        assert_eq!(p.update, UpdatePolicy::Aimd);
+    }
+
+    #[test]
+    fn empty_toml_is_the_default() {
+        assert_eq!(
+            AgentConfig::from_toml_str("").unwrap(),
+            AgentConfig::default()
+        );
+    }
+
+    #[test]
+    fn parses_names_and_keys() {
+        let cfg = AgentConfig::from_toml_str(
+            r#"
+            [policy]
+            variant = "feedback-comparison"
+            update = "miad"
+            increase_timer_period_us = 15000
+            [weights]
+            min_update_interval_us = 2000
+            [[weights.group_overrides]]
+            group_id = 1005
+            min_update_interval_us = 50
+            [cp]
+            qeq_bytes = 15000
+            "#,
+        )
+        .unwrap();
+        assert_eq!(cfg.policy.variant, Variant::FeedbackComparison);
+        assert_eq!(cfg.policy.update, UpdatePolicy::Miad);
+        assert_eq!(cfg.policy.increase_timer_period_ns(), Some(15_000_000));
+        assert_eq!(cfg.weights.min_update_interval_ns(1005), 50_000);
+        assert_eq!(cfg.weights.min_update_interval_ns(1006), 2_000_000);
+        assert_eq!(cfg.cp.qeq_bytes, 15_000);
+    }
+
+    #[test]
+    fn rejects_unknown_keys_and_bad_names() {
+        assert!(matches!(
+            AgentConfig::from_toml_str("[policy]\ngd_typo = 1"),
+            Err(ConfigError::Toml(_))
+        ));
+        assert!(matches!(
+            AgentConfig::from_toml_str("[policy]\nvariant = \"valiant\""),
+            Err(ConfigError::Toml(_))
+        ));
+    }
+
+    #[test]
+    fn gd_must_keep_r_in_half_to_one() {
+        // 1/126 gives R = 0.5 exactly at QntzFb 63: allowed.
+        let ok = PolicyConfig {
+            gd: 1.0 / 126.0,
+            ..PolicyConfig::default()
+        };
+        ok.validate().unwrap();
+        let bad = PolicyConfig {
+            gd: 1.0 / 120.0,
+            ..PolicyConfig::default()
+        };
+        assert!(matches!(
+            bad.validate(),
+            Err(ConfigError::OutOfRange {
+                field: "policy.gd",
+                ..
+            })
+        ));
+        let zero = PolicyConfig {
+            gd: 0.0,
+            ..PolicyConfig::default()
+        };
+        assert!(zero.validate().is_err());
+        let nan = PolicyConfig {
+            gd: f64::NAN,
+            ..PolicyConfig::default()
+        };
+        assert!(nan.validate().is_err());
+    }
+
+    #[test]
+    fn other_ranges() {
+        let d = PolicyConfig::default;
+        assert!(PolicyConfig {
+            p_min_percent: 100.0,
+            ..d()
+        }
+        .validate()
+        .is_err());
+        assert!(PolicyConfig {
+            p_min_percent: -1.0,
+            ..d()
+        }
+        .validate()
+        .is_err());
+        PolicyConfig {
+            p_min_percent: 0.0,
+            ..d()
+        }
+        .validate()
+        .unwrap();
+        assert!(matches!(
+            PolicyConfig {
+                p_min_percent: 0.0,
+                update: UpdatePolicy::Mimd,
+                ..d()
+            }
+            .validate(),
+            Err(ConfigError::Inconsistent(_))
+        ));
+        assert!(PolicyConfig {
+            byte_limit_bytes: 0,
+            ..d()
+        }
+        .validate()
+        .is_err());
+        assert!(PolicyConfig {
+            increase_step_percent: 0.0,
+            ..d()
+        }
+        .validate()
+        .is_err());
+        assert!(PolicyConfig {
+            mi_increase_fraction: 0.0,
+            ..d()
+        }
+        .validate()
+        .is_err());
+        assert!(PolicyConfig {
+            fbcomp_th2: -1.0,
+            fbcomp_th1: -2.0,
+            ..d()
+        }
+        .validate()
+        .is_err());
+        assert!(matches!(
+            PolicyConfig {
+                fbcomp_th1: 3.0,
+                fbcomp_th2: 2.0,
+                ..d()
+            }
+            .validate(),
+            Err(ConfigError::Inconsistent(_))
+        ));
+        PolicyConfig {
+            fbcomp_th1: -3.0,
+            fbcomp_th2: 2.0,
+            ..d()
+        }
+        .validate()
+        .unwrap();
+        assert!(PolicyConfig {
+            increase_timer_period_us: Some(0),
+            ..d()
+        }
+        .validate()
+        .is_err());
+        assert!(WeightsConfig {
+            min_change_quanta: 0,
+            ..WeightsConfig::default()
+        }
+        .validate()
+        .is_err());
+        assert!(CpConfig {
+            sampling_jitter_fraction: 1.0,
+            ..CpConfig::default()
+        }
+        .validate()
+        .is_err());
+        assert!(CpConfig {
+            qeq_bytes: 0,
+            ..CpConfig::default()
+        }
+        .validate()
+        .is_err());
+        assert!(CpConfig {
+            w: 0.0,
+            ..CpConfig::default()
+        }
+        .validate()
+        .is_err());
+    }
+
+    #[test]
+    fn duplicate_override_is_refused() {
+        let o = GroupOverride {
+            group_id: 7,
+            min_update_interval_us: 1,
+        };
+        let w = WeightsConfig {
+            group_overrides: vec![o.clone(), o],
+            ..WeightsConfig::default()
+        };
+        assert!(matches!(w.validate(), Err(ConfigError::Inconsistent(_))));
+    }
+
+    #[test]
+    fn serialises_back_to_the_same_config() {
+        let cfg = AgentConfig {
+            policy: PolicyConfig {
+                increase_timer_period_us: Some(15_000),
+                ..PolicyConfig::default()
+            },
+            ..AgentConfig::default()
+        };
+        let text = toml::to_string_pretty(&cfg).unwrap();
+        assert_eq!(AgentConfig::from_toml_str(&text).unwrap(), cfg);
+        let text = toml::to_string_pretty(&AgentConfig::default()).unwrap();
+        assert_eq!(
+            AgentConfig::from_toml_str(&text).unwrap(),
+            AgentConfig::default()
+        );
+    }
+
+    #[test]
+    fn example_file_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/agent.example.toml");
+        let cfg = AgentConfig::from_file(&path).unwrap();
+        // The example documents the defaults; it must not drift from them.
+        assert_eq!(cfg, AgentConfig::default());
+    }
+}

@@ -1,0 +1,332 @@
+//! The QCN congestion point (IEEE 802.1Qau), pure: the maths shared by the agent's emulated CP
+//! on Open vSwitch and the fabric simulator.
+//!
+//! Per egress queue (QCN.md "Congestion point"):
+//! - on each sample, Qoff = Q − Qeq, Qδ = Q − Qold, **Fb = −(Qoff + w·Qδ)** clamped to
+//!   [−Qeq·(2w+1), 0], then Qold ← Q; a CNM is sent only when Fb < 0;
+//! - QntzFb = round(|Fb|·63 / (Qeq·(2w+1))), 0..=63 (FOGSim truncates instead; the standard's
+//!   pseudo-code and QCN.md round);
+//! - the next sample is taken after a number of enqueued octets that shrinks as QntzFb grows:
+//!   150, 75, 50, 37.5, 30, 25, 21.5, 18.5 KB for QntzFb >> 3 = 0..7, scaled here by
+//!   `sampling_base_bytes / 150 000` for small emulated queues, and randomised by ±jitter
+//!   (default 15 %) from a random value the caller supplies: no global RNG, so runs replay.
+
+use crate::config::{ConfigError, CpConfig, QNTZ_FB_MAX};
+
+/// The 802.1Qau sampling intervals, octets, indexed by QntzFb >> 3 (at the standard base).
+pub const SAMPLING_TABLE_BYTES: [u64; 8] = [
+    150_000, 75_000, 50_000, 37_500, 30_000, 25_000, 21_500, 18_500,
+];
+
+/// The base the table above is expressed at; `sampling_base_bytes` scales it.
+pub const STANDARD_SAMPLING_BASE_BYTES: u64 = 150_000;
+
+/// One sample's feedback.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Feedback {
+    /// Qoff = Q − Qeq, octets.
+    pub q_off_bytes: i64,
+    /// Qδ = Q − Qold, octets.
+    pub q_delta_bytes: i64,
+    /// Fb = −(Qoff + w·Qδ), clamped to [−Qeq·(2w+1), 0].
+    pub fb: f64,
+    /// round(|Fb|·63 / (Qeq·(2w+1))), what the CNM carries.
+    pub qntz_fb: u8,
+}
+
+impl Feedback {
+    /// Whether this sample calls for a CNM (Fb < 0).
+    pub fn congested(&self) -> bool {
+        self.fb < 0.0
+    }
+
+    /// Qoff for the CNM's informational `cnmQOffset` field (i16, saturating).
+    pub fn cnm_q_offset(&self) -> i16 {
+        saturate_i16(self.q_off_bytes)
+    }
+
+    /// Qδ for the CNM's informational `cnmQDelta` field (i16, saturating).
+    pub fn cnm_q_delta(&self) -> i16 {
+        saturate_i16(self.q_delta_bytes)
+    }
+}
+
+fn saturate_i16(v: i64) -> i16 {
+    i16::try_from(v).unwrap_or(if v < 0 { i16::MIN } else { i16::MAX })
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+#[allow(clippy::cast_precision_loss)] // queue lengths are far below 2^53 octets
+fn to_f64(v: i64) -> f64 {
+    v as f64
+}
+
+/// Feedback of a sample with queue length `q_bytes` and previous sample's length `q_old_bytes`.
+pub fn feedback(cfg: &CpConfig, q_bytes: u64, q_old_bytes: u64) -> Feedback {
+    let q = to_i64(q_bytes);
+    let q_off = q.saturating_sub(to_i64(cfg.qeq_bytes));
+    let q_delta = q.saturating_sub(to_i64(q_old_bytes));
+    let fb_max = fb_magnitude_max(cfg);
+    let raw = -(to_f64(q_off) + cfg.w * to_f64(q_delta));
+    // `max`/`min` rather than `clamp`: no panic even for a non-validated configuration.
+    let fb = raw.max(-fb_max).min(0.0);
+    let q_fb = if fb_max > 0.0 {
+        (-fb * f64::from(QNTZ_FB_MAX) / fb_max).round()
+    } else {
+        0.0
+    };
+    // In [0, 63] by construction; the clamp makes the `as` conversion obviously lossless.
+    let qntz_fb = q_fb.max(0.0).min(f64::from(QNTZ_FB_MAX)) as u8;
+    Feedback {
+        q_off_bytes: q_off,
+        q_delta_bytes: q_delta,
+        fb,
+        qntz_fb,
+    }
+}
+
+/// |Fb| at the clamp: Qeq·(2w+1).
+pub fn fb_magnitude_max(cfg: &CpConfig) -> f64 {
+    #[allow(clippy::cast_precision_loss)] // Qeq ≤ 2^40 by validation
+    let qeq = cfg.qeq_bytes as f64;
+    qeq * (2.0 * cfg.w + 1.0)
+}
+
+/// The sampling interval after a sample with `qntz_fb`, before randomisation, octets.
+pub fn sampling_interval_bytes(cfg: &CpConfig, qntz_fb: u8) -> u64 {
+    let idx = usize::from(qntz_fb.min(QNTZ_FB_MAX) >> 3);
+    let standard = SAMPLING_TABLE_BYTES
+        .get(idx)
+        .copied()
+        .unwrap_or(STANDARD_SAMPLING_BASE_BYTES);
+    // u128 so that base·table never overflows; the result is ≤ base.
+    let scaled = u128::from(standard) * u128::from(cfg.sampling_base_bytes)
+        / u128::from(STANDARD_SAMPLING_BASE_BYTES);
+    u64::try_from(scaled).unwrap_or(u64::MAX).max(1)
+}
+
+/// The sampling interval randomised by ±`sampling_jitter_fraction` using `random`, a uniformly
+/// distributed `u32` from the caller's RNG: 0 gives −jitter, 2^31 gives the nominal interval,
+/// `u32::MAX` gives just under +jitter. At least 1 octet.
+pub fn randomised_interval_bytes(cfg: &CpConfig, qntz_fb: u8, random: u32) -> u64 {
+    let nominal = sampling_interval_bytes(cfg, qntz_fb);
+    let u = f64::from(random) / 4_294_967_296.0; // [0, 1)
+    let factor = 1.0 + cfg.sampling_jitter_fraction * (2.0 * u - 1.0);
+    #[allow(clippy::cast_precision_loss)] // intervals are far below 2^53 octets
+    let v = (nominal as f64 * factor).round();
+    if v.is_finite() && v >= 1.0 {
+        // Below nominal·2 ≤ 2^41 by validation, so the conversion is exact.
+        v as u64
+    } else {
+        1
+    }
+}
+
+/// The congestion point of one egress queue.
+#[derive(Debug, Clone)]
+pub struct CongestionPoint {
+    cfg: CpConfig,
+    q_old_bytes: u64,
+    until_sample_bytes: u64,
+    last: Option<Feedback>,
+}
+
+impl CongestionPoint {
+    /// A congestion point whose first sample comes after a randomised base interval.
+    pub fn new(cfg: CpConfig, random: u32) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        let until_sample_bytes = randomised_interval_bytes(&cfg, 0, random);
+        Ok(CongestionPoint {
+            cfg,
+            q_old_bytes: 0,
+            until_sample_bytes,
+            last: None,
+        })
+    }
+
+    /// A frame of `frame_bytes` octets was enqueued; the queue now holds `q_bytes`. When the
+    /// sampling interval is used up this frame is the sample: returns its feedback (send a CNM to
+    /// the frame's source iff [`Feedback::congested`]), updates Qold and draws the next interval
+    /// from `random`. Otherwise returns `None`.
+    pub fn on_enqueue(&mut self, frame_bytes: u64, q_bytes: u64, random: u32) -> Option<Feedback> {
+        self.until_sample_bytes = self.until_sample_bytes.saturating_sub(frame_bytes);
+        if self.until_sample_bytes > 0 {
+            return None;
+        }
+        Some(self.sample(q_bytes, random))
+    }
+
+    /// Takes a sample now regardless of the byte count (e.g. a periodic poll of the emulated
+    /// queue): computes the feedback, sets Qold ← Q, and restarts the sampling interval.
+    pub fn sample(&mut self, q_bytes: u64, random: u32) -> Feedback {
+        let fb = feedback(&self.cfg, q_bytes, self.q_old_bytes);
+        self.q_old_bytes = q_bytes;
+        self.until_sample_bytes = randomised_interval_bytes(&self.cfg, fb.qntz_fb, random);
+        self.last = Some(fb);
+        fb
+    }
+
+    /// Octets still to be enqueued before the next sample.
+    pub fn until_sample_bytes(&self) -> u64 {
+        self.until_sample_bytes
+    }
+
+    /// Qold: the queue length at the last sample.
+    pub fn q_old_bytes(&self) -> u64 {
+        self.q_old_bytes
+    }
+
+    /// The last sample's feedback.
+    pub fn last(&self) -> Option<Feedback> {
+        self.last
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CpConfig {
+        &self.cfg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const MID: u32 = 1 << 31;
+
+    fn std_cfg() -> CpConfig {
+        CpConfig::default()
+    }
+
+    #[test]
+    fn feedback_exact_values() {
+        let cfg = std_cfg(); // Qeq 26 000, w 2: |Fb| max = 130 000
+        assert_eq!(fb_magnitude_max(&cfg), 130_000.0);
+        // Q = 52 000 growing from 39 000: Qoff 26 000, Qδ 13 000, Fb = −52 000.
+        let f = feedback(&cfg, 52_000, 39_000);
+        assert_eq!((f.q_off_bytes, f.q_delta_bytes), (26_000, 13_000));
+        assert_eq!(f.fb, -52_000.0);
+        assert_eq!(f.qntz_fb, 25); // round(25.2)
+        assert!(f.congested());
+        // At the set point and steady: Fb = 0, no CNM.
+        let f = feedback(&cfg, 26_000, 26_000);
+        assert_eq!((f.fb, f.qntz_fb), (0.0, 0));
+        assert!(!f.congested());
+        // Below the set point: positive Fb clamps to 0.
+        let f = feedback(&cfg, 10_000, 20_000);
+        assert_eq!(f.q_off_bytes, -16_000);
+        assert_eq!(f.q_delta_bytes, -10_000);
+        assert_eq!((f.fb, f.qntz_fb), (0.0, 0));
+        // Far above: clamped to −130 000 → 63.
+        let f = feedback(&cfg, 400_000, 0);
+        assert_eq!((f.fb, f.qntz_fb), (-130_000.0, 63));
+        assert_eq!(f.cnm_q_offset(), i16::MAX);
+        // Above the set point but draining fast: Qoff + 2·Qδ = 4 000 − 20 000 < 0 → no CNM.
+        let f = feedback(&cfg, 30_000, 40_000);
+        assert_eq!((f.fb, f.qntz_fb), (0.0, 0));
+        // Rounding: |Fb| = 1 032 → 1032·63/130000 = 0.5001 → 1; 1 031 → 0.49964 → 0.
+        assert_eq!(feedback(&cfg, 26_000 + 1_032, 26_000 + 1_032).qntz_fb, 1);
+        let f = feedback(&cfg, 26_000 + 1_031, 26_000 + 1_031);
+        assert_eq!(f.qntz_fb, 0);
+        assert!(f.congested(), "Fb < 0 even if it quantises to 0");
+        assert_eq!(f.cnm_q_offset(), 1_031);
+        assert_eq!(f.cnm_q_delta(), 0);
+    }
+
+    #[test]
+    fn feedback_with_small_emulated_queue() {
+        let cfg = CpConfig {
+            qeq_bytes: 15_000,
+            ..std_cfg()
+        }; // |Fb| max 75 000
+        let f = feedback(&cfg, 30_000, 22_500); // −(15 000 + 15 000)
+        assert_eq!(f.fb, -30_000.0);
+        assert_eq!(f.qntz_fb, 25); // 30 000·63/75 000 = 25.2
+    }
+
+    #[test]
+    fn sampling_table() {
+        let cfg = std_cfg();
+        let expect = [
+            150_000, 75_000, 50_000, 37_500, 30_000, 25_000, 21_500, 18_500,
+        ];
+        for (band, &bytes) in expect.iter().enumerate() {
+            for low in 0..8u8 {
+                let q = (band as u8) << 3 | low;
+                assert_eq!(sampling_interval_bytes(&cfg, q), bytes, "QntzFb {q}");
+            }
+        }
+        assert_eq!(sampling_interval_bytes(&cfg, 200), 18_500);
+        // Scaled for a small emulated queue: base 15 000 → a tenth of every entry.
+        let small = CpConfig {
+            sampling_base_bytes: 15_000,
+            ..std_cfg()
+        };
+        assert_eq!(sampling_interval_bytes(&small, 0), 15_000);
+        assert_eq!(sampling_interval_bytes(&small, 24), 3_750);
+        assert_eq!(sampling_interval_bytes(&small, 63), 1_850);
+    }
+
+    #[test]
+    fn randomisation_is_plus_minus_15_percent() {
+        let cfg = std_cfg();
+        assert_eq!(randomised_interval_bytes(&cfg, 0, MID), 150_000);
+        assert_eq!(randomised_interval_bytes(&cfg, 0, 0), 127_500);
+        assert_eq!(randomised_interval_bytes(&cfg, 0, u32::MAX), 172_500);
+        assert_eq!(randomised_interval_bytes(&cfg, 63, 0), 15_725);
+        let none = CpConfig {
+            sampling_jitter_fraction: 0.0,
+            ..cfg
+        };
+        assert_eq!(randomised_interval_bytes(&none, 9, 12345), 75_000);
+    }
+
+    #[test]
+    fn congestion_point_samples_and_updates_qold() {
+        let mut cp = CongestionPoint::new(std_cfg(), MID).unwrap();
+        assert_eq!(cp.until_sample_bytes(), 150_000);
+        for _ in 0..99 {
+            assert_eq!(cp.on_enqueue(1_500, 40_000, MID), None);
+        }
+        // The 100th frame of 1 500 octets completes 150 000: sample.
+        let f = cp.on_enqueue(1_500, 40_000, MID).unwrap();
+        // Qoff 14 000, Qδ 40 000 (Qold 0): Fb = −94 000 → round(45.55) = 46.
+        assert_eq!(f.fb, -94_000.0);
+        assert_eq!(f.qntz_fb, 46);
+        assert_eq!(cp.q_old_bytes(), 40_000);
+        assert_eq!(cp.last(), Some(f));
+        // 46 >> 3 = 5: next interval 25 KB.
+        assert_eq!(cp.until_sample_bytes(), 25_000);
+        // A forced sample with the queue steady: Fb = −14 000 → round(6.78) = 7 → 150 KB.
+        let f = cp.sample(40_000, MID);
+        assert_eq!(f.fb, -14_000.0);
+        assert_eq!(f.qntz_fb, 7);
+        assert_eq!(cp.until_sample_bytes(), 150_000);
+        assert!(CongestionPoint::new(
+            CpConfig {
+                qeq_bytes: 0,
+                ..std_cfg()
+            },
+            0
+        )
+        .is_err());
+        assert_eq!(cp.config().w, 2.0);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn feedback_is_in_range(q in any::<u64>(), old in any::<u64>(), qeq in 1u64..1_000_000, w in 0.1f64..8.0, r in any::<u32>()) {
+            let cfg = CpConfig { qeq_bytes: qeq, w, ..CpConfig::default() };
+            let f = feedback(&cfg, q, old);
+            prop_assert!(f.fb <= 0.0 && f.fb >= -fb_magnitude_max(&cfg));
+            prop_assert!(f.qntz_fb <= 63);
+            let n = randomised_interval_bytes(&cfg, f.qntz_fb, r);
+            let nominal = sampling_interval_bytes(&cfg, f.qntz_fb) as f64;
+            prop_assert!(n as f64 >= (nominal * 0.85).floor() && n as f64 <= (nominal * 1.15).ceil());
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! `fabricflow-agent`: the switch-side QCN-SW agent.
+//!
+//! This library is the agent's pure core — no tokio, no sockets, no clocks, no global RNG. Every
+//! state machine takes events together with the time (`now_ns`, nanoseconds from any monotonic
+//! origin) and returns what to do, so the agent's I/O shell, the unit tests and the fabric
+//! simulator run exactly the same code (DESIGN §5, STYLE "quinn").
+//!
+//! - [`policy`]: the QCN-SW reaction point — per fabric port, the probability P(p) of routing new
+//!   inter-group traffic minimally; variants base / source processing / feedback comparison /
+//!   combined, update policies AIMD / AIAD / MIMD / MIAD.
+//! - [`weights`]: when a changed probability is written as SELECT-group bucket weights (at least a
+//!   quantum of change, at most once per minimum update interval).
+//! - [`cp`]: the QCN congestion point maths (Fb, QntzFb, sampling intervals) for the emulated CP.
+//! - [`config`]: every constant, with documented defaults and validation (TOML via serde).
+
+pub mod config;
+pub mod cp;
+pub mod policy;
+pub mod weights;
+
+/// An OpenFlow port number.
+pub type PortNo = u32;
+
+pub use config::{AgentConfig, ConfigError};
+pub use policy::{Effects, Event, Policy};
+pub use weights::{DecisionPoint, GroupWrite, WeightPlanner};

@@ -1,0 +1,339 @@
+//! The QCN-SW policy engine: per fabric port p of one switch, the probability P(p) (percent) that
+//! new inter-group traffic whose minimal route leaves through p is sent minimally.
+//!
+//! A pure state machine: [`Policy::handle`] takes an [`Event`] and the time, and returns which
+//! probabilities changed. No clock, no I/O, no randomness, so the agent, the unit tests and the
+//! fabric simulator run exactly the same code.
+//!
+//! # Semantics (DESIGN §5, QCN.md; FOGSim v5 `switchModule`)
+//!
+//! - P(p) starts at 100 and always stays in [Pmin, 100].
+//! - **Decrease** on a CNM received on p with quantised feedback q = QntzFb (the magnitude |Fb|,
+//!   see [`Event::CnmReceived`]): `base` and `source-processing` apply one decrease by q (AIMD:
+//!   P ← P·(1 − Gd·q), so P = 100, q = 63 gives 100·(1 − 63/128) = 50.78125).
+//! - **Feedback comparison** (`feedback-comparison`, `combined`) replaces that decrease: the port's
+//!   stored Fb becomes q; Fb_avg is the mean of the stored Fb of *all* fabric (local + global)
+//!   ports, 0 for a port that never received a CNM, including the value just stored. Then
+//!   - Fb(p) ≤ Fb_avg + th1: one increase, although a CNM arrived (uniform congestion);
+//!   - Fb(p) > Fb_avg + th2: one decrease by Fb(p) − Fb_avg (AIMD: P ← P·(1 − Gd·(Fb − Fb_avg)));
+//!   - otherwise (the dead band) nothing.
+//! - **Source processing** (`source-processing`, `combined`): a CNM this switch generates applies
+//!   one plain decrease by its QntzFb to the switch's minimal port towards the culprit's
+//!   destination (never the comparison, and the stored Fb is untouched — as FOGSim's `QCNSWSELF`).
+//! - **Byte counter**: bytes sent on p accumulate; each full `byte_limit_bytes` gives one
+//!   increase and is consumed (the remainder carries over, so a batched `BytesSent` of k·B bytes
+//!   gives exactly k increases). Every CNM charged to p — received, whatever the comparison
+//!   decided, or self-generated — resets p's counter to 0. (FOGSim resets only on received CNMs;
+//!   charging a self-generated CNM is a decrease too, and "since the last decrease" is the
+//!   counter's meaning, so fabricflow resets on both.)
+//! - **Idle timer** (optional): if p has seen no CNM and no increase for a whole period, the next
+//!   [`Event::Tick`] applies one increase per whole elapsed period. Any increase, by bytes or by
+//!   timer, restarts both the timer and the byte counter, so p gets one increase per B bytes or per
+//!   idle period, whichever comes first.
+//!
+//! The update policies (AIMD, AIAD, MIMD, MIAD) define what one increase and one decrease are:
+//! see [`UpdatePolicy`].
+
+mod event;
+mod update;
+mod variant;
+
+pub use event::{Cause, Counters, Effects, Event, PChange};
+pub use update::{UpdatePolicy, P_MAX_PERCENT};
+pub use variant::Variant;
+
+use update::Rates;
+
+use crate::config::{ConfigError, PolicyConfig, QNTZ_FB_MAX};
+use crate::PortNo;
+
+#[derive(Debug, Clone)]
+struct PortState {
+    /// P(p), percent.
+    p: f64,
+    /// Bytes sent since the last CNM or increase, below the byte limit between events.
+    bytes: u64,
+    /// Last QntzFb received on this port (feedback comparison), 0 if none.
+    last_fb: u8,
+    /// Start of the current idle-timer period; `None` until the port's first event or tick.
+    timer_base_ns: Option<u64>,
+}
+
+/// The QCN-SW reaction point of one switch.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    cfg: PolicyConfig,
+    rates: Rates,
+    timer_period_ns: Option<u64>,
+    /// Fabric ports, ascending; `state[i]` belongs to `ports[i]`.
+    ports: Vec<PortNo>,
+    state: Vec<PortState>,
+    /// Σ last_fb over all ports, kept incrementally so Fb_avg is O(1).
+    fb_sum: u32,
+    counters: Counters,
+}
+
+impl Policy {
+    /// A policy for a switch whose fabric (local + global) ports are `fabric_ports`; every P
+    /// starts at 100. Duplicate ports are merged. Host ports must not be listed: CNMs from hosts
+    /// are dropped by the pipeline, and feedback comparison averages over fabric ports only.
+    pub fn new(
+        cfg: PolicyConfig,
+        fabric_ports: impl IntoIterator<Item = PortNo>,
+    ) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        let mut ports: Vec<PortNo> = fabric_ports.into_iter().collect();
+        ports.sort_unstable();
+        ports.dedup();
+        let state = ports
+            .iter()
+            .map(|_| PortState {
+                p: P_MAX_PERCENT,
+                bytes: 0,
+                last_fb: 0,
+                timer_base_ns: None,
+            })
+            .collect();
+        Ok(Policy {
+            rates: Rates::new(&cfg),
+            timer_period_ns: cfg.increase_timer_period_ns(),
+            cfg,
+            ports,
+            state,
+            fb_sum: 0,
+            counters: Counters::default(),
+        })
+    }
+
+    /// Replaces the constants at run time (DESIGN §6), keeping every P, byte counter and stored
+    /// Fb; probabilities outside the new [Pmin, 100] are moved into it and reported.
+    pub fn set_config(&mut self, cfg: PolicyConfig) -> Result<Effects, ConfigError> {
+        cfg.validate()?;
+        self.rates = Rates::new(&cfg);
+        self.timer_period_ns = cfg.increase_timer_period_ns();
+        self.cfg = cfg;
+        let mut out = Effects::new();
+        for (&port, st) in self.ports.iter().zip(self.state.iter_mut()) {
+            let old = st.p;
+            st.p = self.rates.increase(old, 0);
+            if st.p != old {
+                out.push(PChange {
+                    port,
+                    old_percent: old,
+                    new_percent: st.p,
+                    cause: Cause::ConfigChange,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &PolicyConfig {
+        &self.cfg
+    }
+
+    /// Applies one event at time `now_ns` and returns the probabilities it changed.
+    pub fn handle(&mut self, event: Event, now_ns: u64) -> Effects {
+        let mut out = Effects::new();
+        self.handle_into(event, now_ns, &mut out);
+        out
+    }
+
+    /// As [`handle`](Self::handle), writing into a reused buffer (cleared first): no allocation
+    /// once the buffer has grown, for the agent's hot path and the simulator.
+    pub fn handle_into(&mut self, event: Event, now_ns: u64, out: &mut Effects) {
+        out.clear();
+        match event {
+            Event::CnmReceived { port, qntz_fb } => {
+                self.on_cnm_received(port, qntz_fb, now_ns, out)
+            }
+            Event::CnmGenerated {
+                minimal_port_towards_culprit,
+                qntz_fb,
+            } => {
+                self.on_cnm_generated(minimal_port_towards_culprit, qntz_fb, now_ns, out);
+            }
+            Event::BytesSent { port, bytes } => self.on_bytes_sent(port, bytes, now_ns, out),
+            Event::Tick => self.on_tick(now_ns, out),
+        }
+    }
+
+    /// P(port) in percent, or `None` for a port that is not a fabric port.
+    pub fn p_percent(&self, port: PortNo) -> Option<f64> {
+        self.index(port)
+            .and_then(|i| self.state.get(i))
+            .map(|s| s.p)
+    }
+
+    /// Every fabric port with its P, ascending by port.
+    pub fn probabilities(&self) -> impl Iterator<Item = (PortNo, f64)> + '_ {
+        self.ports
+            .iter()
+            .copied()
+            .zip(self.state.iter().map(|s| s.p))
+    }
+
+    /// The fabric ports, ascending.
+    pub fn ports(&self) -> &[PortNo] {
+        &self.ports
+    }
+
+    /// The last QntzFb received on `port` (0 if none), as feedback comparison stores it.
+    pub fn last_fb(&self, port: PortNo) -> Option<u8> {
+        self.index(port)
+            .and_then(|i| self.state.get(i))
+            .map(|s| s.last_fb)
+    }
+
+    /// Fb_avg: the mean stored Fb over all fabric ports (0 without ports).
+    pub fn fb_avg(&self) -> f64 {
+        if self.ports.is_empty() {
+            return 0.0;
+        }
+        #[allow(clippy::cast_precision_loss)] // a switch has far fewer than 2^52 ports
+        let n = self.ports.len() as f64;
+        f64::from(self.fb_sum) / n
+    }
+
+    /// Running totals.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn index(&self, port: PortNo) -> Option<usize> {
+        self.ports.binary_search(&port).ok()
+    }
+
+    /// Index of `port`, counting an unknown port.
+    fn lookup(&mut self, port: PortNo) -> Option<usize> {
+        let i = self.index(port);
+        if i.is_none() {
+            self.counters.unknown_port += 1;
+        }
+        i
+    }
+
+    fn on_cnm_received(&mut self, port: PortNo, qntz_fb: u8, now_ns: u64, out: &mut Effects) {
+        let Some(i) = self.lookup(port) else { return };
+        self.counters.cnm_received += 1;
+        let q = qntz_fb.min(QNTZ_FB_MAX);
+        if self.cfg.variant.feedback_comparison() {
+            self.feedback_comparison(i, port, q, out);
+        } else {
+            self.decrease(i, port, f64::from(q), Cause::CnmDecrease, out);
+        }
+        self.restart_counters(i, now_ns);
+    }
+
+    fn on_cnm_generated(&mut self, port: PortNo, qntz_fb: u8, now_ns: u64, out: &mut Effects) {
+        if !self.cfg.variant.source_processing() {
+            self.counters.cnm_generated_ignored += 1;
+            return;
+        }
+        let Some(i) = self.lookup(port) else { return };
+        self.counters.cnm_self_charged += 1;
+        let q = qntz_fb.min(QNTZ_FB_MAX);
+        self.decrease(i, port, f64::from(q), Cause::SourceDecrease, out);
+        self.restart_counters(i, now_ns);
+    }
+
+    fn feedback_comparison(&mut self, i: usize, port: PortNo, q: u8, out: &mut Effects) {
+        let Some(st) = self.state.get_mut(i) else {
+            return;
+        };
+        self.fb_sum = self.fb_sum - u32::from(st.last_fb) + u32::from(q);
+        st.last_fb = q;
+        let avg = self.fb_avg();
+        let fb = f64::from(q);
+        if fb <= avg + self.cfg.fbcomp_th1 {
+            self.increase(i, port, 1, Cause::FeedbackIncrease, out);
+        } else if fb > avg + self.cfg.fbcomp_th2 {
+            self.decrease(i, port, fb - avg, Cause::FeedbackDecrease, out);
+        } else {
+            self.counters.dead_band += 1;
+        }
+    }
+
+    fn on_bytes_sent(&mut self, port: PortNo, bytes: u64, now_ns: u64, out: &mut Effects) {
+        let Some(i) = self.lookup(port) else { return };
+        let limit = self.cfg.byte_limit_bytes;
+        let Some(st) = self.state.get_mut(i) else {
+            return;
+        };
+        st.bytes = st.bytes.saturating_add(bytes);
+        if st.bytes < limit {
+            return;
+        }
+        // `limit` > 0 by validation; checked_* keep clippy and the impossible case quiet.
+        let n = st.bytes.checked_div(limit).unwrap_or(0);
+        st.bytes = st.bytes.checked_rem(limit).unwrap_or(0);
+        st.timer_base_ns = Some(now_ns);
+        self.increase(i, port, n, Cause::ByteCounterIncrease, out);
+    }
+
+    fn on_tick(&mut self, now_ns: u64, out: &mut Effects) {
+        let Some(period) = self.timer_period_ns else {
+            return;
+        };
+        for i in 0..self.state.len() {
+            let Some(st) = self.state.get_mut(i) else {
+                continue;
+            };
+            let base = *st.timer_base_ns.get_or_insert(now_ns);
+            let n = now_ns.saturating_sub(base).checked_div(period).unwrap_or(0);
+            if n == 0 {
+                continue;
+            }
+            st.timer_base_ns = Some(base.saturating_add(n.saturating_mul(period)));
+            st.bytes = 0;
+            let port = self.ports.get(i).copied().unwrap_or_default();
+            self.increase(i, port, n, Cause::TimerIncrease, out);
+        }
+    }
+
+    /// After a CNM charged to port `i`: the byte counter and the idle timer start again.
+    fn restart_counters(&mut self, i: usize, now_ns: u64) {
+        if let Some(st) = self.state.get_mut(i) {
+            st.bytes = 0;
+            st.timer_base_ns = Some(now_ns);
+        }
+    }
+
+    fn increase(&mut self, i: usize, port: PortNo, n: u64, cause: Cause, out: &mut Effects) {
+        let Some(st) = self.state.get_mut(i) else {
+            return;
+        };
+        self.counters.increases = self.counters.increases.saturating_add(n);
+        let old = st.p;
+        st.p = self.rates.increase(old, n);
+        if st.p != old {
+            out.push(PChange {
+                port,
+                old_percent: old,
+                new_percent: st.p,
+                cause,
+            });
+        }
+    }
+
+    fn decrease(&mut self, i: usize, port: PortNo, amount: f64, cause: Cause, out: &mut Effects) {
+        let Some(st) = self.state.get_mut(i) else {
+            return;
+        };
+        self.counters.decreases += 1;
+        let old = st.p;
+        st.p = self.rates.decrease(old, amount);
+        if st.p != old {
+            out.push(PChange {
+                port,
+                old_percent: old,
+                new_percent: st.p,
+                cause,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,521 @@
+use super::*;
+
+const GD: f64 = 1.0 / 128.0;
+const B: u64 = 150_000;
+
+fn policy(cfg: PolicyConfig, ports: &[PortNo]) -> Policy {
+    Policy::new(cfg, ports.iter().copied()).unwrap()
+}
+
+fn base(ports: &[PortNo]) -> Policy {
+    policy(PolicyConfig::default(), ports)
+}
+
+fn with(variant: Variant, update: UpdatePolicy) -> PolicyConfig {
+    PolicyConfig {
+        variant,
+        update,
+        ..PolicyConfig::default()
+    }
+}
+
+fn cnm(port: PortNo, qntz_fb: u8) -> Event {
+    Event::CnmReceived { port, qntz_fb }
+}
+
+fn bytes(port: PortNo, bytes: u64) -> Event {
+    Event::BytesSent { port, bytes }
+}
+
+fn p(pol: &Policy, port: PortNo) -> f64 {
+    pol.p_percent(port).unwrap()
+}
+
+#[test]
+fn starts_at_100() {
+    let pol = base(&[5, 6, 7]);
+    assert!(pol.probabilities().all(|(_, p)| p == 100.0));
+    assert_eq!(pol.ports(), &[5, 6, 7]);
+    assert_eq!(pol.p_percent(1), None);
+}
+
+#[test]
+fn base_aimd_decrease_at_63_is_the_published_value() {
+    let mut pol = base(&[5, 6]);
+    let fx = pol.handle(cnm(5, 63), 0);
+    assert_eq!(p(&pol, 5), 100.0 * (1.0 - 63.0 / 128.0));
+    assert_eq!(p(&pol, 5), 50.78125);
+    assert_eq!(p(&pol, 6), 100.0);
+    assert_eq!(
+        fx.changes(),
+        &[PChange {
+            port: 5,
+            old_percent: 100.0,
+            new_percent: 50.78125,
+            cause: Cause::CnmDecrease
+        }]
+    );
+    // A second CNM multiplies again.
+    pol.handle(cnm(5, 10), 1);
+    assert_eq!(p(&pol, 5), 50.78125 * (1.0 - 10.0 * GD));
+    assert_eq!(pol.counters().cnm_received, 2);
+    assert_eq!(pol.counters().decreases, 2);
+}
+
+#[test]
+fn qntz_fb_above_63_counts_as_63() {
+    let mut pol = base(&[1]);
+    pol.handle(cnm(1, 200), 0);
+    assert_eq!(p(&pol, 1), 50.78125);
+}
+
+#[test]
+fn byte_counter_increases_every_b_bytes() {
+    let mut pol = base(&[1]);
+    pol.handle(cnm(1, 63), 0);
+    assert!(pol.handle(bytes(1, B - 1), 1).is_empty());
+    let fx = pol.handle(bytes(1, 1), 2);
+    assert_eq!(p(&pol, 1), 51.78125);
+    assert_eq!(
+        fx.changes().first().map(|c| c.cause),
+        Some(Cause::ByteCounterIncrease)
+    );
+    // One batched report of 3·B + 10 bytes: three increases, 10 bytes carried over.
+    pol.handle(bytes(1, 3 * B + 10), 3);
+    assert_eq!(p(&pol, 1), 54.78125);
+    assert!(pol.handle(bytes(1, B - 11), 4).is_empty());
+    pol.handle(bytes(1, 1), 5);
+    assert_eq!(p(&pol, 1), 55.78125);
+    assert_eq!(pol.counters().increases, 5);
+}
+
+#[test]
+fn byte_counter_restarts_after_a_cnm() {
+    let mut pol = base(&[1]);
+    pol.handle(cnm(1, 63), 0);
+    pol.handle(bytes(1, 100_000), 1);
+    // QntzFb 0: P does not move, but the counter restarts.
+    assert!(pol.handle(cnm(1, 0), 2).is_empty());
+    assert_eq!(p(&pol, 1), 50.78125);
+    assert!(pol.handle(bytes(1, 100_000), 3).is_empty());
+    assert_eq!(p(&pol, 1), 50.78125);
+    pol.handle(bytes(1, 50_000), 4);
+    assert_eq!(p(&pol, 1), 51.78125);
+}
+
+#[test]
+fn increase_caps_at_100_and_reports_nothing_there() {
+    let mut pol = base(&[1]);
+    assert!(pol.handle(bytes(1, 10 * B), 0).is_empty());
+    pol.handle(cnm(1, 1), 1); // 100 · (1 − 1/128) = 99.21875
+    assert_eq!(p(&pol, 1), 99.21875);
+    let fx = pol.handle(bytes(1, 5 * B), 2);
+    assert_eq!(p(&pol, 1), 100.0);
+    assert_eq!(fx.changes().len(), 1);
+}
+
+#[test]
+fn pmin_floor_holds() {
+    let mut pol = base(&[1]);
+    for t in 0..20 {
+        pol.handle(cnm(1, 63), t);
+    }
+    assert_eq!(p(&pol, 1), 5.0);
+    // At the floor a further CNM changes nothing and reports nothing.
+    assert!(pol.handle(cnm(1, 63), 100).is_empty());
+    assert_eq!(p(&pol, 1), 5.0);
+
+    let mut ad = policy(with(Variant::Base, UpdatePolicy::Aiad), &[1]);
+    ad.handle(cnm(1, 63), 0); // 100 − 49.21875 = 50.78125
+    ad.handle(cnm(1, 63), 1); // 1.5625 → floor
+    assert_eq!(p(&ad, 1), 5.0);
+
+    let zero = PolicyConfig {
+        p_min_percent: 0.0,
+        update: UpdatePolicy::Aiad,
+        ..PolicyConfig::default()
+    };
+    let mut ad0 = policy(zero, &[1]);
+    ad0.handle(cnm(1, 63), 0);
+    ad0.handle(cnm(1, 63), 1);
+    assert_eq!(p(&ad0, 1), 1.5625);
+    ad0.handle(cnm(1, 63), 2);
+    assert_eq!(p(&ad0, 1), 0.0);
+}
+
+#[test]
+fn aiad_decreases_and_increases_by_points() {
+    let mut pol = policy(with(Variant::Base, UpdatePolicy::Aiad), &[1]);
+    pol.handle(cnm(1, 63), 0);
+    assert_eq!(p(&pol, 1), 100.0 - 0.78125 * 63.0);
+    assert_eq!(p(&pol, 1), 50.78125);
+    pol.handle(cnm(1, 10), 1);
+    assert_eq!(p(&pol, 1), 50.78125 - 7.8125);
+    pol.handle(bytes(1, B), 2);
+    assert_eq!(p(&pol, 1), 50.78125 - 7.8125 + 1.0);
+}
+
+#[test]
+fn aiad_with_fogsim_constant() {
+    // FOGSim subtracts g_qcn_gd · QntzFb percentage points.
+    let cfg = PolicyConfig {
+        update: UpdatePolicy::Aiad,
+        ad_percent_per_fb: GD,
+        ..PolicyConfig::default()
+    };
+    let mut pol = policy(cfg, &[1]);
+    pol.handle(cnm(1, 63), 0);
+    assert_eq!(p(&pol, 1), 100.0 - 63.0 / 128.0);
+}
+
+#[test]
+fn mimd_multiplies_both_ways() {
+    let mut pol = policy(with(Variant::Base, UpdatePolicy::Mimd), &[1]);
+    pol.handle(cnm(1, 63), 0);
+    assert_eq!(p(&pol, 1), 50.78125);
+    pol.handle(bytes(1, B), 1);
+    assert_eq!(p(&pol, 1), 50.78125 * 1.02);
+    pol.handle(bytes(1, 2 * B), 2);
+    assert_eq!(p(&pol, 1), 50.78125 * 1.02 * 1.02f64.powf(2.0));
+    pol.handle(bytes(1, 1000 * B), 3);
+    assert_eq!(p(&pol, 1), 100.0);
+}
+
+#[test]
+fn miad_multiplies_up_and_subtracts_down() {
+    let mut pol = policy(with(Variant::Base, UpdatePolicy::Miad), &[1]);
+    pol.handle(cnm(1, 32), 0);
+    assert_eq!(p(&pol, 1), 100.0 - 0.78125 * 32.0);
+    assert_eq!(p(&pol, 1), 75.0);
+    pol.handle(bytes(1, B), 1);
+    assert_eq!(p(&pol, 1), 75.0 * 1.02);
+}
+
+#[test]
+fn feedback_comparison_decreases_by_fb_minus_average() {
+    let mut pol = policy(
+        with(Variant::FeedbackComparison, UpdatePolicy::Aimd),
+        &[1, 2, 3, 4],
+    );
+    let fx = pol.handle(cnm(1, 63), 0);
+    // Fb_avg = 63/4 = 15.75 (the other ports count as 0); cut by 63 − 15.75 = 47.25.
+    assert_eq!(pol.fb_avg(), 15.75);
+    assert_eq!(p(&pol, 1), 100.0 * (1.0 - GD * (63.0 - 15.75)));
+    assert_eq!(p(&pol, 1), 63.0859375);
+    assert_eq!(
+        fx.changes().first().map(|c| c.cause),
+        Some(Cause::FeedbackDecrease)
+    );
+    assert_eq!(pol.last_fb(1), Some(63));
+}
+
+#[test]
+fn feedback_comparison_increases_under_uniform_congestion() {
+    let mut pol = policy(
+        with(Variant::FeedbackComparison, UpdatePolicy::Aimd),
+        &[1, 2, 3, 4],
+    );
+    pol.handle(cnm(1, 63), 0);
+    pol.handle(cnm(2, 63), 1); // avg 31.5: cut by 31.5
+    assert_eq!(p(&pol, 2), 100.0 * (1.0 - GD * 31.5));
+    pol.handle(cnm(3, 63), 2); // avg 47.25: cut by 15.75
+    assert_eq!(p(&pol, 3), 100.0 * (1.0 - GD * 15.75));
+    // Now every port reported 63: Fb = Fb_avg ≤ Fb_avg + th1 → increase though a CNM arrived.
+    assert!(pol.handle(cnm(4, 63), 3).is_empty()); // P(4) already 100
+    assert_eq!(pol.fb_avg(), 63.0);
+    let fx = pol.handle(cnm(1, 63), 4);
+    assert_eq!(p(&pol, 1), 63.0859375 + 1.0);
+    assert_eq!(
+        fx.changes().first().map(|c| c.cause),
+        Some(Cause::FeedbackIncrease)
+    );
+    // A lower Fb than the average also increases.
+    pol.handle(cnm(2, 5), 5);
+    assert_eq!(p(&pol, 2), 100.0 * (1.0 - GD * 31.5) + 1.0);
+}
+
+#[test]
+fn feedback_comparison_dead_band() {
+    let cfg = PolicyConfig {
+        variant: Variant::FeedbackComparison,
+        fbcomp_th1: 0.0,
+        fbcomp_th2: 10.0,
+        ..PolicyConfig::default()
+    };
+    let mut pol = policy(cfg, &[1, 2, 3, 4]);
+    pol.handle(cnm(1, 20), 0); // avg 5, 20 > 5 + 10: cut by 15
+    assert_eq!(p(&pol, 1), 100.0 * (1.0 - GD * 15.0));
+    pol.handle(bytes(2, B - 1), 1);
+    // avg (20 + 12)/4 = 8: 12 > 8 + th1 but 12 ≤ 8 + th2 → nothing.
+    assert!(pol.handle(cnm(2, 12), 2).is_empty());
+    assert_eq!(p(&pol, 2), 100.0);
+    assert_eq!(pol.counters().dead_band, 1);
+    // Even in the dead band, the CNM restarted the byte counter of port 2.
+    pol.handle(cnm(2, 63), 3);
+    let before = p(&pol, 2);
+    assert!(pol.handle(bytes(2, 1), 4).is_empty());
+    assert_eq!(p(&pol, 2), before);
+}
+
+#[test]
+fn feedback_comparison_with_additive_decrease() {
+    let mut pol = policy(
+        with(Variant::FeedbackComparison, UpdatePolicy::Aiad),
+        &[1, 2],
+    );
+    pol.handle(cnm(1, 40), 0); // avg 20, cut 20 · 0.78125 = 15.625 points
+    assert_eq!(p(&pol, 1), 100.0 - 0.78125 * 20.0);
+}
+
+#[test]
+fn source_processing_charges_own_minimal_port() {
+    let mut pol = policy(
+        with(Variant::SourceProcessing, UpdatePolicy::Aimd),
+        &[1, 2, 3],
+    );
+    let fx = pol.handle(
+        Event::CnmGenerated {
+            minimal_port_towards_culprit: 3,
+            qntz_fb: 63,
+        },
+        0,
+    );
+    assert_eq!(p(&pol, 3), 50.78125);
+    assert_eq!(
+        fx.changes().first().map(|c| c.cause),
+        Some(Cause::SourceDecrease)
+    );
+    assert_eq!(pol.counters().cnm_self_charged, 1);
+    // Received CNMs still apply the base decrease.
+    pol.handle(cnm(1, 63), 1);
+    assert_eq!(p(&pol, 1), 50.78125);
+    // It restarts the byte counter of that port.
+    pol.handle(bytes(3, B - 1), 2);
+    pol.handle(
+        Event::CnmGenerated {
+            minimal_port_towards_culprit: 3,
+            qntz_fb: 0,
+        },
+        3,
+    );
+    assert!(pol.handle(bytes(3, 1), 4).is_empty());
+}
+
+#[test]
+fn source_processing_is_ignored_without_the_add_on() {
+    for variant in [Variant::Base, Variant::FeedbackComparison] {
+        let mut pol = policy(with(variant, UpdatePolicy::Aimd), &[1]);
+        let fx = pol.handle(
+            Event::CnmGenerated {
+                minimal_port_towards_culprit: 1,
+                qntz_fb: 63,
+            },
+            0,
+        );
+        assert!(fx.is_empty());
+        assert_eq!(p(&pol, 1), 100.0);
+        assert_eq!(pol.counters().cnm_generated_ignored, 1);
+    }
+}
+
+#[test]
+fn combined_is_both_add_ons() {
+    let mut pol = policy(with(Variant::Combined, UpdatePolicy::Aimd), &[1, 2, 3, 4]);
+    // Self-generated: plain decrease, stored Fb untouched.
+    pol.handle(
+        Event::CnmGenerated {
+            minimal_port_towards_culprit: 2,
+            qntz_fb: 63,
+        },
+        0,
+    );
+    assert_eq!(p(&pol, 2), 50.78125);
+    assert_eq!(pol.last_fb(2), Some(0));
+    assert_eq!(pol.fb_avg(), 0.0);
+    // Received: feedback comparison.
+    pol.handle(cnm(1, 63), 1);
+    assert_eq!(p(&pol, 1), 63.0859375);
+}
+
+#[test]
+fn idle_timer_increases_per_elapsed_period() {
+    let cfg = PolicyConfig {
+        increase_timer_period_us: Some(1_000),
+        ..PolicyConfig::default()
+    };
+    let ms = 1_000_000;
+    let mut pol = policy(cfg, &[1, 2]);
+    pol.handle(cnm(1, 63), 0);
+    assert!(pol.handle(Event::Tick, ms / 2).is_empty());
+    let fx = pol.handle(Event::Tick, ms);
+    assert_eq!(p(&pol, 1), 51.78125);
+    assert_eq!(
+        fx.changes().first().map(|c| c.cause),
+        Some(Cause::TimerIncrease)
+    );
+    // 2.5 periods later: two more increases, the phase is kept (next at 4 ms).
+    pol.handle(Event::Tick, 3 * ms + ms / 2);
+    assert_eq!(p(&pol, 1), 53.78125);
+    // A byte-counter increase at 3.9 ms restarts the timer: nothing at 4.5 ms, one at 4.9 ms.
+    pol.handle(bytes(1, B), 3 * ms + 9 * ms / 10);
+    assert_eq!(p(&pol, 1), 54.78125);
+    assert!(pol.handle(Event::Tick, 4 * ms + ms / 2).is_empty());
+    pol.handle(Event::Tick, 4 * ms + 9 * ms / 10);
+    assert_eq!(p(&pol, 1), 55.78125);
+    // A timer increase restarts the byte counter.
+    pol.handle(bytes(1, B - 1), 5 * ms);
+    pol.handle(Event::Tick, 6 * ms);
+    assert_eq!(p(&pol, 1), 56.78125);
+    assert!(pol.handle(bytes(1, 1), 6 * ms).is_empty());
+    // Port 2 stayed at 100 throughout and was never reported.
+    assert_eq!(p(&pol, 2), 100.0);
+    // Time going backwards is harmless.
+    assert!(pol.handle(Event::Tick, 0).is_empty());
+}
+
+#[test]
+fn no_timer_by_default() {
+    let mut pol = base(&[1]);
+    pol.handle(cnm(1, 63), 0);
+    assert!(pol.handle(Event::Tick, u64::MAX).is_empty());
+    assert_eq!(p(&pol, 1), 50.78125);
+}
+
+#[test]
+fn unknown_ports_are_ignored_and_counted() {
+    let mut pol = base(&[1]);
+    assert!(pol.handle(cnm(9, 63), 0).is_empty());
+    assert!(pol.handle(bytes(9, 10 * B), 0).is_empty());
+    assert_eq!(pol.counters().unknown_port, 2);
+    assert_eq!(pol.counters().cnm_received, 0);
+}
+
+#[test]
+fn set_config_moves_p_into_new_bounds() {
+    let mut pol = base(&[1, 2]);
+    pol.handle(cnm(1, 63), 0);
+    let cfg = PolicyConfig {
+        p_min_percent: 60.0,
+        ..PolicyConfig::default()
+    };
+    let fx = pol.set_config(cfg).unwrap();
+    assert_eq!(p(&pol, 1), 60.0);
+    assert_eq!(
+        fx.changes(),
+        &[PChange {
+            port: 1,
+            old_percent: 50.78125,
+            new_percent: 60.0,
+            cause: Cause::ConfigChange
+        }]
+    );
+    assert!(pol
+        .set_config(PolicyConfig {
+            gd: 1.0,
+            ..PolicyConfig::default()
+        })
+        .is_err());
+    assert_eq!(pol.config().p_min_percent, 60.0);
+}
+
+#[test]
+fn handle_into_reuses_the_buffer() {
+    let mut pol = base(&[1]);
+    let mut fx = Effects::new();
+    pol.handle_into(cnm(1, 63), 0, &mut fx);
+    assert_eq!(fx.changes().len(), 1);
+    pol.handle_into(bytes(1, 1), 1, &mut fx);
+    assert!(fx.is_empty());
+}
+
+mod props {
+    use super::*;
+    use crate::config::WeightsConfig;
+    use crate::weights::{DecisionPoint, WeightPlanner};
+    use proptest::prelude::*;
+
+    const PORTS: [PortNo; 6] = [3, 4, 5, 6, 7, 8];
+
+    fn event() -> impl Strategy<Value = Event> {
+        let port = prop_oneof![prop::sample::select(PORTS.to_vec()), Just(99u32)];
+        prop_oneof![
+            (port.clone(), any::<u8>())
+                .prop_map(|(port, qntz_fb)| Event::CnmReceived { port, qntz_fb }),
+            (port.clone(), 0u8..=63).prop_map(|(p, qntz_fb)| Event::CnmGenerated {
+                minimal_port_towards_culprit: p,
+                qntz_fb
+            }),
+            (
+                port,
+                prop_oneof![0u64..2_000, 0u64..1_000_000, Just(u64::MAX)]
+            )
+                .prop_map(|(port, bytes)| Event::BytesSent { port, bytes }),
+            Just(Event::Tick),
+        ]
+    }
+
+    fn config() -> impl Strategy<Value = PolicyConfig> {
+        (
+            prop::sample::select(Variant::ALL.to_vec()),
+            prop::sample::select(UpdatePolicy::ALL.to_vec()),
+            0.1f64..60.0,
+            prop::option::of(1u64..5_000),
+            -5.0f64..5.0,
+            0.0f64..10.0,
+        )
+            .prop_map(|(variant, update, p_min, timer, th1, th2)| PolicyConfig {
+                variant,
+                update,
+                p_min_percent: p_min,
+                increase_timer_period_us: timer,
+                fbcomp_th1: th1.min(th2),
+                fbcomp_th2: th2,
+                byte_limit_bytes: 10_000,
+                ..PolicyConfig::default()
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn p_stays_in_bounds_and_weights_sum_to_256(
+            cfg in config(),
+            events in prop::collection::vec((event(), 0u64..3_000_000), 1..200),
+            candidates in 0usize..8,
+            interval_us in 0u64..2_000,
+        ) {
+            let p_min = cfg.p_min_percent;
+            let mut pol = Policy::new(cfg, PORTS).unwrap();
+            let wcfg = WeightsConfig { min_update_interval_us: interval_us, ..WeightsConfig::default() };
+            let mut planner = WeightPlanner::new(wcfg).unwrap();
+            for (k, &port) in PORTS.iter().enumerate() {
+                let dp = DecisionPoint { group_id: 1000 + port, minimal_port: port, n_nonminimal: (candidates + k) % 8 };
+                planner.add_group(dp, None).unwrap();
+            }
+            let mut now = 0u64;
+            let mut writes = Vec::new();
+            for (ev, dt) in events {
+                now = now.saturating_add(dt);
+                let fx = pol.handle(ev, now);
+                for c in &fx {
+                    prop_assert!(c.new_percent != c.old_percent);
+                    planner.on_probability(c.port, c.new_percent, now, &mut writes);
+                }
+                planner.tick(now, &mut writes);
+                for (_, pp) in pol.probabilities() {
+                    prop_assert!(pp >= p_min && pp <= 100.0, "P = {pp} outside [{p_min}, 100]");
+                }
+                for w in writes.drain(..) {
+                    prop_assert_eq!(w.weights.iter().map(|&x| u32::from(x)).sum::<u32>(), 256);
+                    prop_assert_eq!(w.weights.last().copied(), Some(1));
+                }
+            }
+            for &port in &PORTS {
+                let installed = planner.installed(1000 + port).unwrap();
+                prop_assert_eq!(installed.iter().map(|&x| u32::from(x)).sum::<u32>(), 256);
+                prop_assert_eq!(installed.last().copied(), Some(1));
+            }
+        }
+    }
+}

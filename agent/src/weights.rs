@@ -1,0 +1,471 @@
+//! The write decision: when a changed probability becomes a group MODIFY.
+//!
+//! One SELECT group per decision point (DESIGN §4): bucket 0 is the minimal port, then the
+//! non-minimal candidates, then the weight-1 padding bucket; weights come from
+//! [`fabricflow_proto::select_weights::weights`] (255 quanta + 1, summing to 256).
+//!
+//! An OVS weight MODIFY rebuilds the group's dp_hash table and moves many flows even for a small
+//! change, so a group is written only when
+//! 1. some bucket weight would move by at least `min_change_quanta` (default 1) against the
+//!    weights last written (or found installed), **and**
+//! 2. the group's minimum update interval has passed since its last write.
+//!
+//! A change that passes (1) but not (2) stays *pending*: the group is written, with the weights of
+//! its latest probability, by the first [`WeightPlanner::tick`] (or probability update) at or
+//! after the interval's end — unless P has meanwhile come back to the installed weights, in which
+//! case nothing is written. The first write of a group is never delayed.
+//! [`WeightPlanner::next_deadline_ns`] tells the I/O shell when to tick.
+
+use fabricflow_proto::select_weights::{weights, PADDING_WEIGHT, WEIGHT_QUANTA};
+
+use crate::config::{ConfigError, WeightsConfig};
+use crate::policy::P_MAX_PERCENT;
+use crate::PortNo;
+
+/// A SELECT group steered by the probability of one port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecisionPoint {
+    /// OpenFlow group id.
+    pub group_id: u32,
+    /// The minimal port (bucket 0) whose P sets the split.
+    pub minimal_port: PortNo,
+    /// Number of non-minimal candidate buckets (between bucket 0 and the padding bucket).
+    pub n_nonminimal: usize,
+}
+
+impl DecisionPoint {
+    /// A decision point from a group as installed on the switch, with `buckets` buckets in all
+    /// (minimal + candidates + padding, so at least 2).
+    pub fn from_bucket_count(
+        group_id: u32,
+        minimal_port: PortNo,
+        buckets: usize,
+    ) -> Result<Self, WeightsError> {
+        let n_nonminimal = buckets
+            .checked_sub(2)
+            .ok_or(WeightsError::TooFewBuckets { group_id, buckets })?;
+        Ok(DecisionPoint {
+            group_id,
+            minimal_port,
+            n_nonminimal,
+        })
+    }
+
+    /// Total bucket count, padding included.
+    pub fn buckets(&self) -> usize {
+        self.n_nonminimal.saturating_add(2)
+    }
+}
+
+/// New weights for one group, to be sent as an OFPGC_MODIFY keeping the group's buckets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupWrite {
+    /// OpenFlow group id.
+    pub group_id: u32,
+    /// One weight per bucket, in bucket order, padding last; they sum to 256.
+    pub weights: Vec<u16>,
+}
+
+/// Why a group could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WeightsError {
+    /// A group needs at least the minimal and the padding bucket.
+    #[error("group {group_id} has {buckets} buckets; at least 2 (minimal + padding) are needed")]
+    TooFewBuckets {
+        /// OpenFlow group id.
+        group_id: u32,
+        /// Bucket count found.
+        buckets: usize,
+    },
+    /// Installed weights given for a group do not match its bucket count.
+    #[error("group {group_id}: {got} installed weights for {expected} buckets")]
+    WeightCount {
+        /// OpenFlow group id.
+        group_id: u32,
+        /// Bucket count of the decision point.
+        expected: usize,
+        /// Weights given.
+        got: usize,
+    },
+    /// The group is not registered.
+    #[error("unknown group {0}")]
+    UnknownGroup(u32),
+}
+
+#[derive(Debug, Clone)]
+struct GroupState {
+    dp: DecisionPoint,
+    interval_ns: u64,
+    /// Weights last written or found on the switch.
+    installed: Vec<u16>,
+    /// The latest probability of the minimal port.
+    p_percent: f64,
+    last_write_ns: Option<u64>,
+    pending: bool,
+}
+
+/// Decides, per group, when to write new weights. Pure: driven by probabilities and time.
+#[derive(Debug, Clone)]
+pub struct WeightPlanner {
+    cfg: WeightsConfig,
+    groups: Vec<GroupState>,
+}
+
+impl WeightPlanner {
+    /// A planner without groups.
+    pub fn new(cfg: WeightsConfig) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        Ok(WeightPlanner {
+            cfg,
+            groups: Vec::new(),
+        })
+    }
+
+    /// Registers (or re-registers) a group. `installed` are its current weights as read from the
+    /// switch; `None` assumes the controller's initial weights (P = 100). Re-registering keeps the
+    /// time of the last write, so a resync cannot be used to write more often than allowed.
+    pub fn add_group(
+        &mut self,
+        dp: DecisionPoint,
+        installed: Option<Vec<u16>>,
+    ) -> Result<(), WeightsError> {
+        let installed = match installed {
+            Some(w) if w.len() != dp.buckets() => {
+                return Err(WeightsError::WeightCount {
+                    group_id: dp.group_id,
+                    expected: dp.buckets(),
+                    got: w.len(),
+                })
+            }
+            Some(w) => w,
+            None => weights(P_MAX_PERCENT, dp.n_nonminimal),
+        };
+        let interval_ns = self.cfg.min_update_interval_ns(dp.group_id);
+        let prev = self
+            .groups
+            .iter()
+            .position(|g| g.dp.group_id == dp.group_id);
+        let last_write_ns = prev
+            .and_then(|i| self.groups.get(i))
+            .and_then(|g| g.last_write_ns);
+        let state = GroupState {
+            dp,
+            interval_ns,
+            installed,
+            p_percent: P_MAX_PERCENT,
+            last_write_ns,
+            pending: false,
+        };
+        match prev.and_then(|i| self.groups.get_mut(i)) {
+            Some(slot) => *slot = state,
+            None => self.groups.push(state),
+        }
+        Ok(())
+    }
+
+    /// Forgets a group (the controller removed it).
+    pub fn remove_group(&mut self, group_id: u32) -> Result<(), WeightsError> {
+        let i = self
+            .groups
+            .iter()
+            .position(|g| g.dp.group_id == group_id)
+            .ok_or(WeightsError::UnknownGroup(group_id))?;
+        self.groups.swap_remove(i);
+        Ok(())
+    }
+
+    /// The probability of `port` is now `p_percent` (time `now_ns`): every group steered by that
+    /// port is re-evaluated, and the writes due now are appended to `out`.
+    pub fn on_probability(
+        &mut self,
+        port: PortNo,
+        p_percent: f64,
+        now_ns: u64,
+        out: &mut Vec<GroupWrite>,
+    ) {
+        let min_change = self.cfg.min_change_quanta;
+        for g in self.groups.iter_mut().filter(|g| g.dp.minimal_port == port) {
+            g.p_percent = p_percent;
+            evaluate(g, min_change, now_ns, out);
+        }
+    }
+
+    /// Flushes pending changes whose interval has expired, appending the writes to `out`.
+    pub fn tick(&mut self, now_ns: u64, out: &mut Vec<GroupWrite>) {
+        let min_change = self.cfg.min_change_quanta;
+        for g in self.groups.iter_mut().filter(|g| g.pending) {
+            evaluate(g, min_change, now_ns, out);
+        }
+    }
+
+    /// The earliest time at which a pending change may be written, if any is pending.
+    pub fn next_deadline_ns(&self) -> Option<u64> {
+        self.groups
+            .iter()
+            .filter(|g| g.pending)
+            .map(|g| {
+                g.last_write_ns
+                    .map_or(0, |t| t.saturating_add(g.interval_ns))
+            })
+            .min()
+    }
+
+    /// The weights last written (or found installed) for a group.
+    pub fn installed(&self, group_id: u32) -> Option<&[u16]> {
+        self.group(group_id).map(|g| g.installed.as_slice())
+    }
+
+    /// Whether a group has a change waiting for its interval to pass.
+    pub fn is_pending(&self, group_id: u32) -> bool {
+        self.group(group_id).is_some_and(|g| g.pending)
+    }
+
+    /// The registered decision points.
+    pub fn groups(&self) -> impl Iterator<Item = &DecisionPoint> + '_ {
+        self.groups.iter().map(|g| &g.dp)
+    }
+
+    fn group(&self, group_id: u32) -> Option<&GroupState> {
+        self.groups.iter().find(|g| g.dp.group_id == group_id)
+    }
+}
+
+/// The largest per-bucket move, in quanta, between two weight vectors of equal length.
+fn max_move(a: &[u16], b: &[u16]) -> u16 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| x.abs_diff(y))
+        .max()
+        .unwrap_or(0)
+}
+
+fn evaluate(g: &mut GroupState, min_change: u16, now_ns: u64, out: &mut Vec<GroupWrite>) {
+    let desired = weights(g.p_percent, g.dp.n_nonminimal);
+    debug_assert_eq!(
+        desired.iter().map(|&w| u32::from(w)).sum::<u32>(),
+        u32::from(WEIGHT_QUANTA + PADDING_WEIGHT)
+    );
+    if max_move(&desired, &g.installed) < min_change {
+        // Back within a quantum of what the switch has: nothing to write, nothing pending.
+        g.pending = false;
+        return;
+    }
+    // (`Option::is_none_or` would need Rust 1.82; the workspace's MSRV is 1.80.)
+    let due = match g.last_write_ns {
+        None => true,
+        Some(t) => now_ns.saturating_sub(t) >= g.interval_ns,
+    };
+    if !due {
+        g.pending = true;
+        return;
+    }
+    g.installed.clone_from(&desired);
+    g.last_write_ns = Some(now_ns);
+    g.pending = false;
+    out.push(GroupWrite {
+        group_id: g.dp.group_id,
+        weights: desired,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn planner(interval_us: u64) -> WeightPlanner {
+        let cfg = WeightsConfig {
+            min_update_interval_us: interval_us,
+            ..WeightsConfig::default()
+        };
+        let mut p = WeightPlanner::new(cfg).unwrap();
+        p.add_group(
+            DecisionPoint {
+                group_id: 1005,
+                minimal_port: 5,
+                n_nonminimal: 3,
+            },
+            None,
+        )
+        .unwrap();
+        p
+    }
+
+    #[test]
+    fn starts_from_the_controllers_weights() {
+        let p = planner(10_000);
+        assert_eq!(p.installed(1005), Some(&[255, 0, 0, 0, 1][..]));
+    }
+
+    #[test]
+    fn writes_only_when_a_weight_moves_by_a_quantum() {
+        let mut p = planner(0);
+        let mut out = Vec::new();
+        // 99.9 % → 254.745 → 255: no weight moves.
+        p.on_probability(5, 99.9, 0, &mut out);
+        assert!(out.is_empty());
+        assert!(!p.is_pending(1005));
+        // 99.7 % → 254.235 → 254: one quantum.
+        p.on_probability(5, 99.7, 1, &mut out);
+        assert_eq!(
+            out,
+            vec![GroupWrite {
+                group_id: 1005,
+                weights: vec![254, 1, 0, 0, 1]
+            }]
+        );
+        // Another port's probability does not touch this group.
+        out.clear();
+        p.on_probability(6, 10.0, 2, &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn min_change_quanta_is_honoured() {
+        let cfg = WeightsConfig {
+            min_update_interval_us: 0,
+            min_change_quanta: 3,
+            ..WeightsConfig::default()
+        };
+        let mut p = WeightPlanner::new(cfg).unwrap();
+        p.add_group(
+            DecisionPoint {
+                group_id: 1,
+                minimal_port: 1,
+                n_nonminimal: 1,
+            },
+            None,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        p.on_probability(1, 99.0, 0, &mut out); // 252.45 → 252: moves 3
+        assert_eq!(out.len(), 1);
+        out.clear();
+        p.on_probability(1, 98.5, 1, &mut out); // 251.175 → 251: moves 1 < 3
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn min_interval_defers_and_tick_flushes_latest() {
+        let mut p = planner(10_000); // 10 ms
+        let mut out = Vec::new();
+        p.on_probability(5, 50.0, 0, &mut out);
+        assert_eq!(out.len(), 1, "the first write is immediate");
+        out.clear();
+        p.on_probability(5, 40.0, 3 * MS, &mut out);
+        assert!(out.is_empty());
+        assert!(p.is_pending(1005));
+        assert_eq!(p.next_deadline_ns(), Some(10 * MS));
+        p.on_probability(5, 30.0, 6 * MS, &mut out);
+        p.tick(9 * MS, &mut out);
+        assert!(out.is_empty());
+        // The interval expires: the latest probability (30 %) is written.
+        p.tick(10 * MS, &mut out);
+        assert_eq!(
+            out,
+            vec![GroupWrite {
+                group_id: 1005,
+                weights: weights(30.0, 3)
+            }]
+        );
+        assert_eq!(
+            out.first().map(|w| w.weights.clone()),
+            Some(vec![77, 60, 59, 59, 1])
+        );
+        assert!(!p.is_pending(1005));
+        assert_eq!(p.next_deadline_ns(), None);
+        assert_eq!(p.installed(1005), Some(&[77, 60, 59, 59, 1][..]));
+        // An update after the interval is written at once.
+        out.clear();
+        p.on_probability(5, 20.0, 25 * MS, &mut out);
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn a_pending_change_that_reverts_is_dropped() {
+        let mut p = planner(10_000);
+        let mut out = Vec::new();
+        p.on_probability(5, 50.0, 0, &mut out);
+        out.clear();
+        p.on_probability(5, 40.0, MS, &mut out);
+        assert!(p.is_pending(1005));
+        p.on_probability(5, 50.0, 2 * MS, &mut out);
+        assert!(!p.is_pending(1005));
+        p.tick(20 * MS, &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn per_group_override_and_installed_weights() {
+        let cfg = WeightsConfig {
+            min_update_interval_us: 10_000,
+            group_overrides: vec![crate::config::GroupOverride {
+                group_id: 7,
+                min_update_interval_us: 1_000,
+            }],
+            ..WeightsConfig::default()
+        };
+        let mut p = WeightPlanner::new(cfg).unwrap();
+        let dp = DecisionPoint::from_bucket_count(7, 3, 4).unwrap();
+        assert_eq!(dp.n_nonminimal, 2);
+        assert!(matches!(
+            p.add_group(dp, Some(vec![255, 1])),
+            Err(WeightsError::WeightCount {
+                expected: 4,
+                got: 2,
+                ..
+            })
+        ));
+        // Found at 50 % on the switch (weights the agent wrote before a restart).
+        p.add_group(dp, Some(weights(50.0, 2))).unwrap();
+        let mut out = Vec::new();
+        p.on_probability(3, 50.0, 0, &mut out);
+        assert!(out.is_empty(), "already installed");
+        p.on_probability(3, 10.0, 0, &mut out);
+        out.clear();
+        p.on_probability(3, 20.0, MS / 2, &mut out);
+        assert!(out.is_empty());
+        p.tick(MS, &mut out);
+        assert_eq!(out.len(), 1, "the override's 1 ms applies");
+        assert!(DecisionPoint::from_bucket_count(7, 3, 1).is_err());
+        p.remove_group(7).unwrap();
+        assert!(p.remove_group(7).is_err());
+        assert_eq!(p.groups().count(), 0);
+    }
+
+    #[test]
+    fn groups_without_candidates_never_write() {
+        let mut p = WeightPlanner::new(WeightsConfig::default()).unwrap();
+        p.add_group(
+            DecisionPoint {
+                group_id: 1,
+                minimal_port: 1,
+                n_nonminimal: 0,
+            },
+            None,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        p.on_probability(1, 5.0, 0, &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn several_groups_per_port() {
+        let mut p = planner(0);
+        p.add_group(
+            DecisionPoint {
+                group_id: 2005,
+                minimal_port: 5,
+                n_nonminimal: 1,
+            },
+            None,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        p.on_probability(5, 50.0, 0, &mut out);
+        let ids: Vec<u32> = out.iter().map(|w| w.group_id).collect();
+        assert_eq!(ids, vec![1005, 2005]);
+    }
+}
