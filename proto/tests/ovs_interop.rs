@@ -6,7 +6,12 @@
 //! Needs `ovs-vswitchd` running (`scripts/ovs-start.sh`, done by `make test`). Set
 //! `FABRICFLOW_SKIP_OVS=1` to skip (as `make unit` does); otherwise a missing OVS is a failure.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpStream};
