@@ -430,7 +430,7 @@ impl<'a> SwitchPipeline<'a> {
             return Err(ExecError::TooDeep);
         }
         let g = self.groups.get(&id).ok_or(ExecError::UnknownGroup(id))?;
-        let is_live = |b: &Bucket| b.watch_port.map_or(true, live);
+        let is_live = |b: &Bucket| !matches!(b.watch_port, Some(p) if !live(p));
         let run = |b: &Bucket| -> Result<Vec<Vec<Emission>>, ExecError> {
             let st = State {
                 pkt: pkt.clone(),
@@ -577,9 +577,7 @@ impl<'a> Walker<'a> {
     }
 
     fn live(&self, sw: SwitchId, port: PortNo) -> bool {
-        self.fabric
-            .link_at(sw, port)
-            .map_or(true, |l| !self.failed.contains(&l))
+        !matches!(self.fabric.link_at(sw, port), Some(l) if self.failed.contains(&l))
     }
 
     /// Sends `packet` from host `src` and returns every path it may take.

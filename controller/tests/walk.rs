@@ -1,5 +1,13 @@
 //! The plan checked as a program: packets walked hop by hop through the in-memory pipeline.
 
+// Test helpers panic on purpose: a failed expectation is a failed test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
 use std::collections::BTreeSet;
 
 use fabricflow_controller::cdg::Cdg;
