@@ -502,3 +502,40 @@ hosts:
     assert_eq!(second.len(), 2, "{t:?}");
     assert!(t.iter().all(|t| t.links() == 2));
 }
+
+#[test]
+fn h1_dragonfly_diverts_by_arrival_port() {
+    use fabricflow_controller::plan::priority::DIVERT_BASE;
+    let none = BTreeSet::new();
+    let f = fabric("dragonfly:p=1,a=2,h=1");
+    let p0 = plan(&f, 0.0, &none, false);
+    let diverts = |p: &Plan| {
+        p.switches
+            .iter()
+            .flat_map(|s| &s.flows)
+            .filter(|fl| fl.priority >= DIVERT_BASE)
+            .count()
+    };
+    assert!(diverts(&p0) > 0);
+    assert_eq!(
+        diverts(&plan(&fabric("dragonfly:p=2,a=4,h=2"), 0.0, &none, false)),
+        0
+    );
+    // g0s0 owns the only link to group 1: at P=0 it goes local first, then g0s1's global.
+    let w = Walker::new(&f, &p0, &none);
+    let src = f.hosts().iter().position(|h| h.name == "h0.0.1").unwrap();
+    let dst = f.hosts().iter().position(|h| h.name == "h1.0.1").unwrap();
+    let traces = w.walk_pair(src, dst, SelectMode::Bucket(1)).unwrap();
+    assert_delivered(&traces, dst, "diverted");
+    let roles: Vec<PortRole> = traces[0]
+        .hops
+        .iter()
+        .map(|h| f.switches()[h.switch].port(h.out_port).unwrap().role)
+        .collect();
+    assert_eq!(
+        roles[..2],
+        [PortRole::Local, PortRole::Global],
+        "{traces:?}"
+    );
+    assert_eq!(global_links(&f, &traces[0]), 2);
+}
