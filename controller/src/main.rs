@@ -1,11 +1,178 @@
 //! `fabricflow-controller`: the fabric's proactive SDN controller.
-use clap::Parser;
+//!
+//! `plan` prints the rules the controller would install:
+//! - `--format ofctl` (default): per switch, a groups section and a flows section in
+//!   `ovs-ofctl` syntax, separated by `#` comments. With `--switch` and `--groups-out FILE
+//!   --flows-out FILE` the two sections go to two files that load unchanged with
+//!   `ovs-ofctl -O OpenFlow13 add-groups BR FILE` and `add-flows BR FILE` (groups first).
+//! - `--format json`: the plan IR as JSON.
+//! - `--format stats`: flows and groups per switch.
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::{Parser, Subcommand, ValueEnum};
+use fabricflow_controller::plan::{Lossless, SwitchPlan};
+use fabricflow_controller::{ofctl, Addressing, Fabric, Plan, PlanOptions, TopologySpec};
 
 /// Plans and installs fabricflow's conditional routing rules on OpenFlow 1.3 switches.
 #[derive(Debug, Parser)]
 #[command(name = "fabricflow-controller", version, about)]
-struct Cli {}
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-fn main() {
-    let _ = Cli::parse();
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    Ofctl,
+    Json,
+    Stats,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the rule plan of a fabric (or of one switch).
+    Plan {
+        /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+        #[arg(long)]
+        topology: TopologySpec,
+        /// Only this switch: datapath id (0x… or decimal) or name.
+        #[arg(long)]
+        switch: Option<String>,
+        #[arg(long, value_enum, default_value = "ofctl")]
+        format: Format,
+        /// Initial probability of minimal routing, percent (bucket weights).
+        #[arg(long, default_value_t = 100.0)]
+        p_minimal: f64,
+        /// Lossless mode: VLAN PCP by hop phase, with this VLAN id pushed at injection.
+        #[arg(long)]
+        lossless_vid: Option<u16>,
+        /// Cookie of every rule and group.
+        #[arg(long, value_parser = parse_u64, default_value = "0x0fabf10a00000001")]
+        cookie: u64,
+        /// Group id base (group id = base + minimal port).
+        #[arg(long, default_value_t = fabricflow_controller::plan::DEFAULT_GROUP_BASE)]
+        group_base: u32,
+        /// Controller id of the agent's connection (CNM packet-ins).
+        #[arg(long, default_value_t = fabricflow_controller::plan::DEFAULT_AGENT_CONTROLLER_ID)]
+        agent_id: u16,
+        /// /8 network of the hosts' IPv4 addresses.
+        #[arg(long, default_value = "10.0.0.0")]
+        ipv4_base: Ipv4Addr,
+        /// Write the groups of --switch here (ofctl format).
+        #[arg(long, requires_all = ["switch", "flows_out"])]
+        groups_out: Option<PathBuf>,
+        /// Write the flows of --switch here (ofctl format).
+        #[arg(long, requires_all = ["switch", "groups_out"])]
+        flows_out: Option<PathBuf>,
+    },
+}
+
+fn parse_u64(s: &str) -> Result<u64, String> {
+    let t = s.replace('_', "");
+    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).map_err(|e| e.to_string()),
+        None => t
+            .parse()
+            .map_err(|e: std::num::ParseIntError| e.to_string()),
+    }
+}
+
+fn find_switch<'p>(fabric: &Fabric, plan: &'p Plan, key: &str) -> anyhow::Result<&'p SwitchPlan> {
+    let id = fabric
+        .switch_by_name(key)
+        .or_else(|| parse_u64(key).ok().and_then(|d| fabric.switch_by_dpid(d)))
+        .with_context(|| format!("no switch named or with dpid {key:?}"))?;
+    plan.switch(id).context("switch has no plan")
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let Command::Plan {
+        topology,
+        switch,
+        format,
+        p_minimal,
+        lossless_vid,
+        cookie,
+        group_base,
+        agent_id,
+        ipv4_base,
+        groups_out,
+        flows_out,
+    } = cli.command;
+    let fabric = topology
+        .build()
+        .with_context(|| format!("topology {topology}"))?;
+    let opts = PlanOptions {
+        cookie,
+        group_base,
+        p_minimal_percent: p_minimal,
+        agent_controller_id: agent_id,
+        addressing: Addressing::new(ipv4_base)?,
+        lossless: lossless_vid.map(|vlan_vid| Lossless { vlan_vid }),
+        ..Default::default()
+    };
+    let plan = Plan::build(&fabric, &opts)?;
+    let selected: Vec<&SwitchPlan> = match &switch {
+        Some(key) => vec![find_switch(&fabric, &plan, key)?],
+        None => plan.switches.iter().collect(),
+    };
+    if let (Some(g), Some(f)) = (&groups_out, &flows_out) {
+        let Some(sp) = selected.first() else {
+            bail!("no switch selected")
+        };
+        std::fs::write(g, ofctl::groups_text(sp))
+            .with_context(|| format!("writing {}", g.display()))?;
+        std::fs::write(f, ofctl::flows_text(sp))
+            .with_context(|| format!("writing {}", f.display()))?;
+        return Ok(());
+    }
+    let mut out = String::new();
+    match format {
+        Format::Ofctl => {
+            for sp in &selected {
+                out.push_str(&ofctl::switch_text(sp));
+            }
+        }
+        Format::Json => {
+            out = if switch.is_some() {
+                serde_json::to_string_pretty(&selected)?
+            } else {
+                serde_json::to_string_pretty(&plan)?
+            };
+            out.push('\n');
+        }
+        Format::Stats => {
+            out.push_str("switch\tdpid\tflows\tgroups\n");
+            for sp in &selected {
+                out.push_str(&format!(
+                    "{}\t0x{:016x}\t{}\t{}\n",
+                    sp.name,
+                    sp.dpid,
+                    sp.flows.len(),
+                    sp.groups.len()
+                ));
+            }
+            let (f, g) = plan.totals();
+            out.push_str(&format!("total\t-\t{f}\t{g}\n"));
+        }
+    }
+    use std::io::Write as _;
+    std::io::stdout()
+        .lock()
+        .write_all(out.as_bytes())
+        .context("writing stdout")?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fabricflow-controller: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
