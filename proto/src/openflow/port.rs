@@ -122,9 +122,18 @@ impl From<&str> for PortName {
     }
 }
 
+/// Control characters are escaped: a name comes from the switch, and a raw newline in it would
+/// split one printed message (or log line) into two.
 impl fmt::Display for PortName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.as_string())
+        for c in self.as_string().chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                fmt::Write::write_char(f, c)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -462,6 +471,12 @@ pub(crate) mod arb {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn port_name_display_escapes_control_characters() {
+        assert_eq!(PortName::new("eth0\nX\t").to_string(), "eth0\\nX\\t");
+        assert_eq!(PortName::new("s1-eth3").to_string(), "s1-eth3");
+    }
+
     use super::arb::*;
     use super::*;
     use crate::openflow::oxm::test_util::*;
