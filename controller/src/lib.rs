@@ -9,6 +9,7 @@
 
 pub mod addressing;
 pub mod cdg;
+pub mod export;
 pub mod ofctl;
 pub mod pipeline;
 pub mod plan;

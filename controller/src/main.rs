@@ -68,6 +68,16 @@ enum Command {
         #[arg(long, requires_all = ["switch", "groups_out"])]
         flows_out: Option<PathBuf>,
     },
+    /// Print the fabric (switches, links, hosts with addresses) as JSON, for tools such as the
+    /// Mininet harness that must build exactly the controller's wiring.
+    Topology {
+        /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+        #[arg(long)]
+        topology: TopologySpec,
+        /// /8 network of the hosts' IPv4 addresses.
+        #[arg(long, default_value = "10.0.0.0")]
+        ipv4_base: Ipv4Addr,
+    },
 }
 
 fn parse_u64(s: &str) -> Result<u64, String> {
@@ -89,7 +99,7 @@ fn find_switch<'p>(fabric: &Fabric, plan: &'p Plan, key: &str) -> anyhow::Result
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let Command::Plan {
+    let (
         topology,
         switch,
         format,
@@ -101,7 +111,44 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ipv4_base,
         groups_out,
         flows_out,
-    } = cli.command;
+    ) = match cli.command {
+        Command::Topology {
+            topology,
+            ipv4_base,
+        } => {
+            let fabric = topology
+                .build()
+                .with_context(|| format!("topology {topology}"))?;
+            let t = fabricflow_controller::export::export(&fabric, &Addressing::new(ipv4_base)?)?;
+            println!("{}", serde_json::to_string_pretty(&t)?);
+            return Ok(());
+        }
+        Command::Plan {
+            topology,
+            switch,
+            format,
+            p_minimal,
+            lossless_vid,
+            cookie,
+            group_base,
+            agent_id,
+            ipv4_base,
+            groups_out,
+            flows_out,
+        } => (
+            topology,
+            switch,
+            format,
+            p_minimal,
+            lossless_vid,
+            cookie,
+            group_base,
+            agent_id,
+            ipv4_base,
+            groups_out,
+            flows_out,
+        ),
+    };
     let fabric = topology
         .build()
         .with_context(|| format!("topology {topology}"))?;
