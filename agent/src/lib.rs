@@ -15,7 +15,9 @@
 
 pub mod config;
 pub mod cp;
+pub mod plan;
 pub mod policy;
+pub mod session;
 pub mod weights;
 
 /// An OpenFlow port number.
