@@ -17,6 +17,7 @@ pub mod config;
 pub mod cp;
 pub mod plan;
 pub mod policy;
+pub mod qdisc;
 pub mod session;
 pub mod weights;
 
