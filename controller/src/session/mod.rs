@@ -160,9 +160,16 @@ impl std::fmt::Display for CloseReason {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// FEATURES_REPLY arrived: the shell must call [`Session::set_desired`].
-    Identified { dpid: u64, n_tables: u8 },
-    RoleGranted { role: RoleWanted },
-    RoleRefused { reason: String },
+    Identified {
+        dpid: u64,
+        n_tables: u8,
+    },
+    RoleGranted {
+        role: RoleWanted,
+    },
+    RoleRefused {
+        reason: String,
+    },
     SyncStarted,
     /// The switch holds the desired state. `flow_mods`/`group_mods`: what this sync sent.
     SyncDone {
@@ -172,14 +179,26 @@ pub enum Event {
         groups: usize,
         duration: Duration,
     },
-    SyncFailed { reason: String },
+    SyncFailed {
+        reason: String,
+    },
     /// Port state at connect (PORT_DESC) or on change (PORT_STATUS): `up` = not down.
-    PortState { port: u32, up: bool },
+    PortState {
+        port: u32,
+        up: bool,
+    },
     /// An LLDP probe from `peer` arrived on `in_port`.
-    Lldp { in_port: u32, peer: Endpoint },
+    Lldp {
+        in_port: u32,
+        peer: Endpoint,
+    },
     /// An OFPT_ERROR not tied to a sync.
-    SwitchError { text: String },
-    Closed { reason: CloseReason },
+    SwitchError {
+        text: String,
+    },
+    Closed {
+        reason: CloseReason,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use fabricflow_proto::openflow::bundle::BundleCtrlType;
 use fabricflow_proto::openflow::flow::FlowModCommand;
 use fabricflow_proto::openflow::message::Body;
 use fabricflow_proto::openflow::multipart::{MultipartReply, OFPMPF_REPLY_MORE};
-use fabricflow_proto::openflow::packet::PacketIn;
 use fabricflow_proto::openflow::oxm::{Match, OxmField};
+use fabricflow_proto::openflow::packet::PacketIn;
 use fabricflow_proto::openflow::switch::{FeaturesReply, Role};
 use fabricflow_proto::openflow::symmetric::{ErrorMsg, ErrorType};
 use std::collections::BTreeSet;
@@ -58,7 +58,13 @@ fn up(role: RoleWanted, now: Instant) -> Session {
     assert!(matches!(o[0].body, Body::Hello(_)));
     feed(&mut s, Message::hello(1), now);
     let o = out(&mut s);
-    assert!(matches!(o[..], [Message { body: Body::FeaturesRequest, .. }]));
+    assert!(matches!(
+        o[..],
+        [Message {
+            body: Body::FeaturesRequest,
+            ..
+        }]
+    ));
     feed(
         &mut s,
         Message::new(
@@ -75,7 +81,9 @@ fn up(role: RoleWanted, now: Instant) -> Session {
     let names: Vec<_> = o.iter().map(|m| m.body.name()).collect();
     assert_eq!(names.len(), 3, "{names:?}");
     assert!(matches!(o[0].body, Body::SetAsync(_)));
-    let Body::RoleRequest(r) = &o[1].body else { panic!("{o:?}") };
+    let Body::RoleRequest(r) = &o[1].body else {
+        panic!("{o:?}")
+    };
     assert_eq!((r.role, r.generation_id), role.to_wire());
     assert!(matches!(&o[2].body, Body::MultipartRequest(_)));
     assert_eq!(
@@ -106,7 +114,9 @@ fn answer_dumps(
         .iter()
         .find(|m| matches!(&m.body, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))))
         .expect("flow stats request");
-    let Body::MultipartRequest(r) = &fx.body else { unreachable!() };
+    let Body::MultipartRequest(r) = &fx.body else {
+        unreachable!()
+    };
     let fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(req) = &r.body else {
         unreachable!()
     };
@@ -128,8 +138,16 @@ fn answer_dumps(
         ),
         now,
     );
-    feed(s, Message::multipart_reply(gx.xid, 0, MultipartReplyBody::GroupDesc(groups)), now);
-    feed(s, Message::multipart_reply(fx.xid, 0, MultipartReplyBody::Flow(b.to_vec())), now);
+    feed(
+        s,
+        Message::multipart_reply(gx.xid, 0, MultipartReplyBody::GroupDesc(groups)),
+        now,
+    );
+    feed(
+        s,
+        Message::multipart_reply(fx.xid, 0, MultipartReplyBody::Flow(b.to_vec())),
+        now,
+    );
 }
 
 fn as_installed(d: &DesiredSwitch) -> (Vec<FlowStats>, Vec<GroupDesc>) {
@@ -176,25 +194,34 @@ fn empty_switch_gets_one_bundle_then_synced() {
     let d = desired();
     // OPEN, group add, flows, COMMIT, BARRIER.
     assert_eq!(o.len(), d.flows.len() + d.groups.len() + 3);
-    let Body::BundleControl(open) = &o[0].body else { panic!() };
+    let Body::BundleControl(open) = &o[0].body else {
+        panic!()
+    };
     assert_eq!(open.ctrl_type, BundleCtrlType::OpenRequest);
-    let Body::BundleAdd(first) = &o[1].body else { panic!() };
+    let Body::BundleAdd(first) = &o[1].body else {
+        panic!()
+    };
     assert!(matches!(first.message.body, Body::GroupMod(_)));
     assert_eq!(o[1].xid, first.message.xid);
-    let Body::BundleControl(commit) = &o[o.len() - 2].body else { panic!() };
+    let Body::BundleControl(commit) = &o[o.len() - 2].body else {
+        panic!()
+    };
     assert_eq!(commit.ctrl_type, BundleCtrlType::CommitRequest);
     assert_eq!(s.counters().flow_mods_sent, d.flows.len() as u64);
     assert!(!s.is_synced());
     let later = t0 + Duration::from_millis(5);
     feed(&mut s, Message::barrier_reply(barrier_xid(&o)), later);
     let ev = events(&mut s);
-    assert!(ev.contains(&Event::SyncDone {
-        flow_mods: d.flows.len(),
-        group_mods: 1,
-        flows: d.flows.len(),
-        groups: 1,
-        duration: Duration::from_millis(5)
-    }), "{ev:?}");
+    assert!(
+        ev.contains(&Event::SyncDone {
+            flow_mods: d.flows.len(),
+            group_mods: 1,
+            flows: d.flows.len(),
+            groups: 1,
+            duration: Duration::from_millis(5)
+        }),
+        "{ev:?}"
+    );
     assert!(s.is_synced());
 }
 
@@ -211,7 +238,16 @@ fn unchanged_switch_gets_zero_mods() {
     f.reverse();
     answer_dumps(&mut s, &o, f, g, t0);
     let o = out(&mut s);
-    assert!(matches!(o[..], [Message { body: Body::BarrierRequest, .. }]), "{o:?}");
+    assert!(
+        matches!(
+            o[..],
+            [Message {
+                body: Body::BarrierRequest,
+                ..
+            }]
+        ),
+        "{o:?}"
+    );
     feed(&mut s, Message::barrier_reply(o[0].xid), t0);
     assert_eq!(s.counters().flow_mods_sent, 0);
     assert_eq!(s.counters().group_mods_sent, 0);
@@ -232,7 +268,10 @@ fn desired_change_during_sync_resyncs_after() {
     let mut d2 = (*d).clone();
     d2.flows.pop();
     s.set_desired(Some(Arc::new(d2)), t0);
-    assert!(out(&mut s).is_empty(), "no second dump while the first is in flight");
+    assert!(
+        out(&mut s).is_empty(),
+        "no second dump while the first is in flight"
+    );
     answer_dumps(&mut s, &o, f.clone(), g.clone(), t0);
     let o = out(&mut s);
     // Computed against the newest desired state: one delete.
@@ -257,7 +296,9 @@ fn slave_never_writes_until_master() {
     assert!(out(&mut s).is_empty());
     s.set_role(RoleWanted::Master { generation: 9 }, t0);
     let o = out(&mut s);
-    let Body::RoleRequest(r) = &o[0].body else { panic!("{o:?}") };
+    let Body::RoleRequest(r) = &o[0].body else {
+        panic!("{o:?}")
+    };
     assert_eq!((r.role, r.generation_id), (ControllerRole::Master, 9));
     feed(
         &mut s,
@@ -271,7 +312,11 @@ fn slave_never_writes_until_master() {
         t0,
     );
     let o = out(&mut s);
-    assert!(o.iter().any(|m| matches!(m.body, Body::MultipartRequest(_))), "{o:?}");
+    assert!(
+        o.iter()
+            .any(|m| matches!(m.body, Body::MultipartRequest(_))),
+        "{o:?}"
+    );
 }
 
 #[test]
@@ -329,8 +374,21 @@ fn hello_without_13_gets_hello_failed() {
     h.body = Body::Hello(Default::default());
     feed(&mut s, h, t0);
     let o = out(&mut s);
-    assert!(matches!(&o[..], [Message { version: 1, body: Body::Error(_), .. }]), "{o:?}");
-    assert!(matches!(closed_reason(&mut s), CloseReason::VersionMismatch(_)));
+    assert!(
+        matches!(
+            &o[..],
+            [Message {
+                version: 1,
+                body: Body::Error(_),
+                ..
+            }]
+        ),
+        "{o:?}"
+    );
+    assert!(matches!(
+        closed_reason(&mut s),
+        CloseReason::VersionMismatch(_)
+    ));
 }
 
 #[test]
@@ -340,11 +398,19 @@ fn bitmap_with_13_accepted() {
     out(&mut s);
     let mut h = Message::new(
         1,
-        Body::Hello(fabricflow_proto::openflow::symmetric::Hello::with_versions(&[1, 4, 5])),
+        Body::Hello(fabricflow_proto::openflow::symmetric::Hello::with_versions(
+            &[1, 4, 5],
+        )),
     );
     h.version = 5;
     feed(&mut s, h, t0);
-    assert!(matches!(out(&mut s)[..], [Message { body: Body::FeaturesRequest, .. }]));
+    assert!(matches!(
+        out(&mut s)[..],
+        [Message {
+            body: Body::FeaturesRequest,
+            ..
+        }]
+    ));
 }
 
 #[test]
@@ -411,13 +477,21 @@ fn echo_both_ways_and_timeout() {
     let mut s = up(RoleWanted::Equal, t0);
     feed(&mut s, Message::echo_request(77, vec![1, 2]), t0);
     let o = out(&mut s);
-    assert!(matches!(&o[..], [Message { xid: 77, body: Body::EchoReply(e), .. }] if e.data == [1, 2]));
+    assert!(
+        matches!(&o[..], [Message { xid: 77, body: Body::EchoReply(e), .. }] if e.data == [1, 2])
+    );
     let t1 = t0 + Duration::from_secs(5);
     assert_eq!(s.poll_timeout(), Some(t1));
     s.handle_timeout(t1);
     let o = out(&mut s);
-    let Body::EchoRequest(_) = &o[0].body else { panic!("{o:?}") };
-    feed(&mut s, Message::new(o[0].xid, Body::EchoReply(Default::default())), t1);
+    let Body::EchoRequest(_) = &o[0].body else {
+        panic!("{o:?}")
+    };
+    feed(
+        &mut s,
+        Message::new(o[0].xid, Body::EchoReply(Default::default())),
+        t1,
+    );
     s.handle_timeout(t1 + Duration::from_secs(5));
     let o = out(&mut s);
     assert_eq!(o.len(), 1);
@@ -432,7 +506,10 @@ fn echo_flood_closes() {
     for i in 0..101 {
         feed(&mut s, Message::echo_request(i, vec![]), t0);
     }
-    assert_eq!(closed_reason(&mut s), CloseReason::EchoFlood { per_sec: 100 });
+    assert_eq!(
+        closed_reason(&mut s),
+        CloseReason::EchoFlood { per_sec: 100 }
+    );
 }
 
 #[test]
@@ -452,9 +529,15 @@ fn lldp_probes_and_packet_in() {
     assert_eq!(probes.len(), 2, "switch 1 of 3 has two fabric ports");
     assert_eq!(
         lldp::parse(&probes[0].data),
-        Some(Endpoint { dpid: DPID, port: 2 })
+        Some(Endpoint {
+            dpid: DPID,
+            port: 2
+        })
     );
-    let peer = Endpoint { dpid: 0x100, port: 3 };
+    let peer = Endpoint {
+        dpid: 0x100,
+        port: 3,
+    };
     feed(
         &mut s,
         Message::new(

@@ -68,12 +68,7 @@ fn bucket_structure(b: &Bucket) -> (u32, u32, &[fabricflow_proto::openflow::acti
 }
 
 /// Whether two groups have the same structure (type and buckets apart from weights).
-pub fn same_structure(
-    t1: GroupType,
-    b1: &[Bucket],
-    t2: GroupType,
-    b2: &[Bucket],
-) -> bool {
+pub fn same_structure(t1: GroupType, b1: &[Bucket], t2: GroupType, b2: &[Bucket]) -> bool {
     t1 == t2
         && b1.len() == b2.len()
         && b1
@@ -321,7 +316,9 @@ mod tests {
         let (msgs, commit) = x.bundle(7, 100);
         assert!(matches!(msgs[0].body, Body::BundleControl(_)));
         assert_eq!(msgs[0].xid, 100);
-        let Body::BundleAdd(first) = &msgs[1].body else { panic!() };
+        let Body::BundleAdd(first) = &msgs[1].body else {
+            panic!()
+        };
         assert!(matches!(first.message.body, Body::GroupMod(_)));
         assert_eq!(msgs[1].xid, first.message.xid);
         assert_eq!(msgs.last().unwrap().xid, commit);
@@ -340,7 +337,8 @@ mod tests {
         let m = Match::new()
             .with(OxmField::EthType(0x0800))
             .with(OxmField::InPort(1));
-        d2.flows.push(FlowMod::add(0, 5, m.clone(), vec![]).with_cookie(COOKIE));
+        d2.flows
+            .push(FlowMod::add(0, 5, m.clone(), vec![]).with_cookie(COOKIE));
         let mut m_rev = m;
         m_rev.fields.reverse();
         f.push(FlowStats {
@@ -457,8 +455,10 @@ mod tests {
         let mut d = desired();
         let (mut f, mut g) = installed(&d);
         // New group 1001 + flow using it; stale flow; stale group; modified group 1000.
-        d.groups
-            .push(GroupMod::add_select(1001, vec![Bucket::new(1, vec![Action::output(2)])]));
+        d.groups.push(GroupMod::add_select(
+            1001,
+            vec![Bucket::new(1, vec![Action::output(2)])],
+        ));
         d.flows.push(
             FlowMod::add(
                 1,
