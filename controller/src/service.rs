@@ -653,6 +653,7 @@ fn handle_event(
         Event::PortState { port, up } => {
             let Some(d) = *dpid else { return };
             let ep = Endpoint { dpid: d, port };
+            debug!(endpoint = %ep, up, "port state");
             let changed = shared.state().links.port_state(ep, up);
             if changed {
                 info!(endpoint = %ep, up, "fabric port state changed");

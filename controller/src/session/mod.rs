@@ -28,7 +28,7 @@ use fabricflow_proto::openflow::multipart::{
     FlowStats, GroupDesc, MultipartAssembler, MultipartReplyBody,
 };
 use fabricflow_proto::openflow::packet::PacketOut;
-use fabricflow_proto::openflow::port::{config, state, Port, OFPP_CONTROLLER};
+use fabricflow_proto::openflow::port::{config, state, Port, PortReason, OFPP_CONTROLLER};
 use fabricflow_proto::openflow::switch::{AsyncConfig, ControllerRole};
 use fabricflow_proto::openflow::OFP_VERSION;
 use serde::Serialize;
@@ -669,7 +669,8 @@ impl Session {
             }
             Body::PortStatus(ps) => self.events.push_back(Event::PortState {
                 port: ps.port.port_no,
-                up: port_up(&ps.port),
+                // A deleted port carries no link, whatever its last flags said.
+                up: port_up(&ps.port) && ps.reason != PortReason::Delete,
             }),
             Body::PacketIn(pi) => {
                 if let (Some(in_port), Some(peer)) = (pi.in_port(), lldp::parse(&pi.data)) {
