@@ -32,7 +32,7 @@ async fn connect_sync_restart_delta_and_link_failure() {
         .await
         .unwrap();
     let target = format!("tcp:{}", c.openflow_addr);
-    line.set_controllers(&[target.clone()]);
+    line.set_controllers(std::slice::from_ref(&target));
     assert!(
         wait_for(20, || synced(&c) == 3).await,
         "3 switches synced: {:?}",

@@ -582,10 +582,8 @@ impl Session {
                 let reply = Message::echo_reply_to(&msg);
                 self.send(reply);
             }
-            Body::EchoReply(_) => {
-                if self.echo_outstanding.map(|(x, _)| x) == Some(msg.xid) {
-                    self.echo_outstanding = None;
-                }
+            Body::EchoReply(_) if self.echo_outstanding.map(|(x, _)| x) == Some(msg.xid) => {
+                self.echo_outstanding = None;
             }
             Body::Hello(_) => {}
             Body::FeaturesReply(f) if self.phase == Phase::AwaitFeatures => {
@@ -611,31 +609,29 @@ impl Session {
                 self.port_desc_xid = Some(x);
                 self.send(Message::port_desc_request(x));
             }
-            Body::RoleReply(r) => {
-                if self.role_xid == Some(msg.xid) {
-                    self.role_xid = None;
-                    let granted = match r.role {
-                        ControllerRole::Master => RoleWanted::Master {
-                            generation: r.generation_id,
-                        },
-                        ControllerRole::Slave => RoleWanted::Slave {
-                            generation: r.generation_id,
-                        },
-                        _ => RoleWanted::Equal,
-                    };
-                    let was_writer = self.role_granted.is_some_and(RoleWanted::writes);
-                    self.role_granted = Some(granted);
-                    self.events.push_back(Event::RoleGranted { role: granted });
-                    if granted.writes() && !was_writer {
-                        // A new master resyncs by diff (the old one may have left changes).
-                        self.dirty = true;
-                    }
-                    if !granted.writes() {
-                        self.synced = false;
-                    }
-                    self.update_lldp_timer(now);
-                    self.maybe_sync(now);
+            Body::RoleReply(r) if self.role_xid == Some(msg.xid) => {
+                self.role_xid = None;
+                let granted = match r.role {
+                    ControllerRole::Master => RoleWanted::Master {
+                        generation: r.generation_id,
+                    },
+                    ControllerRole::Slave => RoleWanted::Slave {
+                        generation: r.generation_id,
+                    },
+                    _ => RoleWanted::Equal,
+                };
+                let was_writer = self.role_granted.is_some_and(RoleWanted::writes);
+                self.role_granted = Some(granted);
+                self.events.push_back(Event::RoleGranted { role: granted });
+                if granted.writes() && !was_writer {
+                    // A new master resyncs by diff (the old one may have left changes).
+                    self.dirty = true;
                 }
+                if !granted.writes() {
+                    self.synced = false;
+                }
+                self.update_lldp_timer(now);
+                self.maybe_sync(now);
             }
             Body::MultipartReply(_) => self.handle_multipart(msg, now),
             Body::BundleControl(_) => {}
