@@ -4,7 +4,12 @@
 //!
 //! `cargo bench -p fabricflow-controller --bench ovs_sync` (root, OVS running).
 //! `FABRICFLOW_SKIP_OVS=1` skips. `FF_BENCH_FLOWS` (default 20000) sets the flow count.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -75,7 +80,16 @@ fn flow_mod_rate(n_flows: u32) {
     let plain_s = t.elapsed().as_secs_f64();
     assert_eq!(errs, 0);
     clear(&mut s);
-    let _ = roundtrip_until_barrier(&mut s, &Message::group_mod(4, fabricflow_proto::openflow::group::GroupMod::delete(1000)).to_bytes().iter().copied().chain(Message::barrier_request(5).to_bytes().iter().copied()).collect::<Vec<u8>>(), 5);
+    let _ = roundtrip_until_barrier(
+        &mut s,
+        &Message::group_mod(4, fabricflow_proto::openflow::group::GroupMod::delete(1000))
+            .to_bytes()
+            .iter()
+            .copied()
+            .chain(Message::barrier_request(5).to_bytes().iter().copied())
+            .collect::<Vec<u8>>(),
+        5,
+    );
 
     // The same mods as one atomic ordered bundle.
     let (msgs, _) = all.bundle(1, 1_000_000);
@@ -91,19 +105,30 @@ fn flow_mod_rate(n_flows: u32) {
     let n = all.flow_mod_count() as f64;
     println!("| FLOW_MODs into one bridge | flows | seconds | FLOW_MODs/s |");
     println!("|---|---:|---:|---:|");
-    println!("| plain (no bundle) | {n} | {plain_s:.3} | {:.0} |", n / plain_s);
-    println!("| one ONF bundle (atomic, ordered) | {n} | {bundle_s:.3} | {:.0} |", n / bundle_s);
+    println!(
+        "| plain (no bundle) | {n} | {plain_s:.3} | {:.0} |",
+        n / plain_s
+    );
+    println!(
+        "| one ONF bundle (atomic, ordered) | {n} | {bundle_s:.3} | {:.0} |",
+        n / bundle_s
+    );
 }
 
 async fn connect_to_programmed(n: u32, filler: u32) {
     let line = Line::create("n", 0x00ff_0000_0000_0c00, n);
-    let fx = std::sync::Arc::new(LineFixture::new(0x00ff_0000_0000_0c00, n, COOKIE).with_filler(filler));
+    let fx =
+        std::sync::Arc::new(LineFixture::new(0x00ff_0000_0000_0c00, n, COOKIE).with_filler(filler));
     let c = Controller::start(config(0), fx.clone()).await.unwrap();
     let t = Instant::now();
     line.set_controllers(&[format!("tcp:{}", c.openflow_addr)]);
     assert!(wait_for(300, || synced(&c) == n as usize).await);
     let took = t.elapsed();
-    let flows: usize = fx.plan(&BTreeSet::new()).values().map(|d| d.flows.len()).sum();
+    let flows: usize = fx
+        .plan(&BTreeSet::new())
+        .values()
+        .map(|d| d.flows.len())
+        .sum();
     println!(
         "| {n} | {} | {flows} | {:.3} | {:.0} |",
         flows / n as usize,
@@ -116,17 +141,25 @@ async fn connect_to_programmed(n: u32, filler: u32) {
     let c = Controller::start(config(port), fx.clone()).await.unwrap();
     let t = Instant::now();
     assert!(wait_for(300, || synced(&c) == n as usize).await);
-    println!("|   ↳ controller restart, unchanged | | {} FLOW_MODs | {:.3} | |", flow_mods(&c), t.elapsed().as_secs_f64());
+    println!(
+        "|   ↳ controller restart, unchanged | | {} FLOW_MODs | {:.3} | |",
+        flow_mods(&c),
+        t.elapsed().as_secs_f64()
+    );
     c.shutdown().await;
 }
 
 fn main() {
-    if std::env::var_os("FABRICFLOW_SKIP_OVS").is_some() || std::env::args().any(|a| a == "--list") {
+    if std::env::var_os("FABRICFLOW_SKIP_OVS").is_some() || std::env::args().any(|a| a == "--list")
+    {
         eprintln!("FABRICFLOW_SKIP_OVS set (or --list): skipping OVS benchmarks");
         return;
     }
     if !skip() {
-        let n: u32 = std::env::var("FF_BENCH_FLOWS").ok().and_then(|s| s.parse().ok()).unwrap_or(20_000);
+        let n: u32 = std::env::var("FF_BENCH_FLOWS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(20_000);
         flow_mod_rate(n);
         let rt = tokio::runtime::Runtime::new().unwrap();
         println!();
