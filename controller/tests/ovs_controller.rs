@@ -222,8 +222,8 @@ async fn connect_sync_restart_delta_and_link_failure() {
     c.shutdown().await;
 }
 
-/// Writes `bytes` to a fresh connection and waits until the controller closes it.
-fn closed_by_controller(addr: std::net::SocketAddr, chunks: &[Vec<u8>], then_wait: bool) -> bool {
+/// Writes `chunks` to a fresh connection and waits until the controller closes it.
+fn closed_by_controller(addr: std::net::SocketAddr, chunks: &[Vec<u8>]) -> bool {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
     for c in chunks {
@@ -231,7 +231,6 @@ fn closed_by_controller(addr: std::net::SocketAddr, chunks: &[Vec<u8>], then_wai
             return true;
         }
     }
-    let _ = then_wait;
     let deadline = Instant::now() + Duration::from_secs(8);
     let mut buf = [0u8; 4096];
     while Instant::now() < deadline {
@@ -304,7 +303,7 @@ async fn bad_peers_closed_with_reason_while_a_switch_stays_synced() {
         ),
     ];
     for (name, chunks, reason) in cases {
-        let ok = tokio::task::spawn_blocking(move || closed_by_controller(addr, &chunks, true))
+        let ok = tokio::task::spawn_blocking(move || closed_by_controller(addr, &chunks))
             .await
             .unwrap();
         assert!(ok, "{name}: connection not closed");

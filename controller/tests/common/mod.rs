@@ -143,9 +143,6 @@ impl Line {
             let mut args = vec!["set-controller", name.as_str()];
             args.extend(targets.iter().map(String::as_str));
             sh("ovs-vsctl", &args);
-            for t in targets {
-                let _ = t;
-            }
             let uuids = sh("ovs-vsctl", &["get", "bridge", name, "controller"]);
             for u in uuids.trim().trim_matches(['[', ']']).split(',') {
                 let u = u.trim();
