@@ -207,5 +207,36 @@ async fn only_leader_writes_and_follower_takes_over() {
     }
     let (_, m) = http_get(b.http_addr, "/metrics");
     assert!(m.contains("fabricflow_controller_leader 1"), "{m}");
+
+    // The old leader comes back: it must stay a follower of the new leader, never write, and
+    // leave the switches' master alone.
+    let Leadership::Leader { generation: gen_b } = leadership(&b) else {
+        unreachable!()
+    };
+    let a2 = Controller::start(mk("ctl-a"), line.fixture.clone())
+        .await
+        .unwrap();
+    let ta2 = format!("tcp:{}", a2.openflow_addr);
+    line.set_controllers(&[tb.clone(), ta2.clone()]);
+    assert!(
+        wait_for(10, || leadership(&a2)
+            == Leadership::Follower { generation: gen_b })
+        .await,
+        "restarted old leader: {:?}",
+        leadership(&a2)
+    );
+    assert!(
+        wait_for(10, || line.names.iter().all(|n| {
+            let r = ovs_roles(n);
+            r.contains(&(tb.clone(), "master".into())) && r.contains(&(ta2.clone(), "slave".into()))
+        }))
+        .await,
+        "OVS roles with the old leader back: {:?}",
+        ovs_roles(&line.names[0])
+    );
+    assert!(matches!(leadership(&b), Leadership::Leader { generation } if generation == gen_b));
+    assert_eq!(flow_mods(&a2), 0, "the restarted old leader wrote flows");
+    assert_eq!(group_mods(&a2), 0);
+    a2.shutdown().await;
     b.shutdown().await;
 }
