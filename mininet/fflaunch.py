@@ -289,10 +289,16 @@ class FabricNet:
         failed = {(a, int(p)) for a, p in failed}
         doc = self.fabric.doc
         lines = ["switches:"]
+        spine = 0
         for sw in doc["switches"]:
+            if sw["group"] is None:
+                # Fat-tree upper levels carry no hosts, so their address fields only need to
+                # be unique: park them in group 0xffff, numbered in order.
+                group, index, spine = 65535, spine, spine + 1
+            else:
+                group, index = sw["group"], sw["index"]
             lines.append(f"  - {{name: {sw['name']}, dpid: \"0x{sw['dpid']}\", "
-                         f"group: {sw['group'] if sw['group'] is not None else 65535}, "
-                         f"index: {sw['index']}}}")
+                         f"group: {group}, index: {index}}}")
         lines.append("links:")
         for l in doc["links"]:
             if (l["a"], l["a_port"]) in failed or (l["b"], l["b_port"]) in failed:
@@ -303,6 +309,11 @@ class FabricNet:
             lines.append(f"  - {{name: \"{h['name']}\", at: \"{h['switch']}:{h['port']}\"}}")
         path = self.tmp / "replan.yaml"
         path.write_text("\n".join(lines) + "\n")
+        # The re-plan must keep every host's address, or the hosts' ARP caches would lie.
+        again = {h["name"]: (h["mac"], h["ip"]) for h in fftopo.export_fabric(f"file:{path}")["hosts"]}
+        before = {h["name"]: (h["mac"], h["ip"]) for h in doc["hosts"]}
+        if again != before:
+            raise RuntimeError(f"file fabric {path} changes host addresses")
         self.program_static(f"file:{path}")
         return path
 
