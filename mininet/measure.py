@@ -20,10 +20,12 @@ def all_pairs_ping(fn, count=1, timeout=2, retry=True):
             dsts = pairs_by_src.get(h.name)
             if not dsts:
                 continue
-            script = " ".join(
+            # A script file, not a command line: the host shell's tty truncates lines > 4 KiB.
+            script = fn.tmp / f"ping-{h.name}.sh"
+            script.write_text("".join(
                 f"(ping -n -q -c {count} -i 0.2 -W {timeout} {ips[d]} >/dev/null 2>&1 "
-                f"&& echo OK {d} || echo FAIL {d}) &" for d in dsts)
-            h.sendCmd(script + " wait")
+                f"&& echo OK {d} || echo FAIL {d}) &\n" for d in dsts) + "wait\n")
+            h.sendCmd(f"bash {script}")
         out = {}
         for h in hosts:
             if not pairs_by_src.get(h.name):
