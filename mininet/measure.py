@@ -51,11 +51,14 @@ def all_pairs_ping(fn, count=1, timeout=2, retry=True):
 
 
 def parse_iperf(path):
-    """Per-second throughput (Mb/s) of one iperf3 client JSON; [] if it produced nothing."""
+    """Per-second throughput (Mb/s) from one iperf3 JSON report (the receiver's, as written
+    by traffic.run_iperf); ([], error) if it produced nothing."""
     try:
         doc = json.loads(open(path).read() or "{}")
     except json.JSONDecodeError:
         return [], "unparseable JSON"
+    if not isinstance(doc, dict) or not doc:
+        return [], "no report"
     samples = []
     for iv in doc.get("intervals", []):
         s = iv.get("sum", {})

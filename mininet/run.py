@@ -38,7 +38,7 @@ MODES = {
     "qcnsw-combined": ("controller", 100, "combined"),
 }
 
-# Defaults chosen so links, not this 2-core CPU, are the bottleneck: see README "Link rates".
+# Defaults chosen so links, not this 2-core CPU, are the bottleneck: see mininet/README.md.
 DEFAULT_BW = 10.0
 
 
@@ -75,8 +75,10 @@ def run_one(args, rates, mode, rep, outdir):
             series[label] = samples
             if err:
                 errors[label] = err
-            # Mean over the run, skipping the first second (slow start, ARP, hash settling).
-            vals = [v for t, v in samples if t > 1.0] or [v for _, v in samples]
+            # Mean over the run, skipping the first second (slow start, ARP, hash settling)
+            # and anything the receiver reported after the client's duration.
+            vals = ([v for t, v in samples if 1.0 < t <= args.duration + 0.5]
+                    or [v for _, v in samples])
             per_flow[label] = statistics.mean(vals) if vals else 0.0
         sw_rates = sampler.rates_mbps()
     csv_path = outdir / f"{mode}-r{rep}.csv"
@@ -89,7 +91,8 @@ def run_one(args, rates, mode, rep, outdir):
     agg = {}
     for samples in series.values():
         for t, v in samples:
-            agg[round(t)] = agg.get(round(t), 0.0) + v
+            if t <= args.duration + 0.5:
+                agg[round(t)] = agg.get(round(t), 0.0) + v
     g0 = {sw: statistics.mean(v for t, v in pts if t > 1.0) if any(t > 1.0 for t, _ in pts) else 0.0
           for sw, pts in sw_rates.items() if sw in group0}
     return {"per_flow": per_flow, "agg_series": sorted(agg.items()), "group0": g0,
@@ -107,7 +110,7 @@ def main(argv=None):
     ap.add_argument("--host-bw", type=float, default=DEFAULT_BW, help="Mb/s")
     ap.add_argument("--local-bw", type=float, default=DEFAULT_BW, help="Mb/s (fat-tree: up)")
     ap.add_argument("--global-bw", type=float, default=DEFAULT_BW, help="Mb/s (fat-tree: down)")
-    ap.add_argument("--queue-pkts", type=int, default=100)
+    ap.add_argument("--queue-pkts", type=int, default=50)
     ap.add_argument("--streams", type=int, default=4, help="iperf3 -P")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=1)

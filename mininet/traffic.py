@@ -3,8 +3,8 @@
 Patterns return flows as (src, dst) JSON host names, drawn from a seeded RNG:
 
 - ``uniform``: a random permutation without fixed points (every host sends to one other).
-- ``adv+K``: every host of group G sends to a random host of group (G+K) mod groups
-  (Dragonfly groups, fat-tree pods).  ADV+1 puts a whole Dragonfly group's traffic on one global link.
+- ``adv+K``: every host of group G sends to a host of group (G+K) mod groups (Dragonfly groups,
+  fat-tree pods), through a random bijection so no destination host receives two flows.  ADV+1 puts a whole Dragonfly group's traffic on one global link.
 - ``hotspot``: ``hot_n`` contributors from other groups to one hot host, plus victim flows: the
   remaining hosts in a random permutation among themselves.
 
@@ -39,8 +39,11 @@ def pattern(fabric, name, seed, hot_n=4):
             raise ValueError(f"{name}: K must not be a multiple of the {len(gids)} groups")
         flows = []
         for i, g in enumerate(gids):
-            target = gids[(i + k) % len(gids)]
-            flows += [(h, rng.choice(groups[target])) for h in groups[g]]
+            # A random bijection onto the target group's hosts (cycled if it has fewer), so
+            # no host link receives two flows: the global links, not the edge, are contended.
+            target = groups[gids[(i + k) % len(gids)]][:]
+            rng.shuffle(target)
+            flows += [(h, target[j % len(target)]) for j, h in enumerate(groups[g])]
         return flows
     if name == "hotspot":
         hot = rng.choice(hosts)
@@ -61,7 +64,7 @@ def pattern(fabric, name, seed, hot_n=4):
 
 
 def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=None):
-    """Runs one iperf3 TCP flow per (src, dst); returns {flow_label: json_path}.
+    """Runs one iperf3 TCP flow per (src, dst); returns {flow_label: receiver's JSON path}.
 
     `on_tick` (if given) is called about once a second while the clients run."""
     outdir.mkdir(parents=True, exist_ok=True)
@@ -70,8 +73,12 @@ def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=No
     for i, (src, dst) in enumerate(flows):
         port = base_port + i
         d = fn.node(dst)
-        servers.append(fn.host_popen(d, ["iperf3", "-s", "-1", "-p", str(port)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        # The receiver's per-second report is the accepted throughput; the client's counts
+        # bytes handed to its socket, which runs ahead of delivery under congestion.
+        files[f"{src}->{dst}"] = outdir / f"flow{i:03d}.server.json"
+        servers.append(fn.host_popen(
+            d, ["iperf3", "-s", "-1", "-p", str(port), "-i", "1", "--json"],
+            stdout=open(files[f"{src}->{dst}"], "w"), stderr=subprocess.STDOUT))
         by_dst.setdefault(d, []).append(port)
 
     def listening():
@@ -82,16 +89,19 @@ def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=No
         return True
     wait_until(listening, 20, "iperf3 servers listening", 0.2)
 
+    # Starting a process in a Mininet host takes a noticeable fraction of a second here, so
+    # clients wait for a "go" file and all start together: the flows must overlap in time.
+    go = outdir / "go"
+    go.unlink(missing_ok=True)
     for i, (src, dst) in enumerate(flows):
-        label = f"{src}->{dst}"
-        path = outdir / f"flow{i:03d}.json"
-        files[label] = path
+        path = outdir / f"flow{i:03d}.client.json"
         ip = fn.fabric.host(dst)["ip"]
-        clients.append(fn.host_popen(
-            fn.node(src),
-            ["iperf3", "-c", ip, "-p", str(base_port + i), "-t", str(duration), "-P",
-             str(streams), "-i", "1", "--json", "--connect-timeout", "5000"],
-            stdout=open(path, "w"), stderr=subprocess.STDOUT))
+        cmd = (f"while [ ! -e {go} ]; do sleep 0.02; done; exec iperf3 -c {ip} "
+               f"-p {base_port + i} -t {duration} -P {streams} -i 1 --json "
+               f"--connect-timeout 5000")
+        clients.append(fn.host_popen(fn.node(src), ["sh", "-c", cmd],
+                                     stdout=open(path, "w"), stderr=subprocess.STDOUT))
+    go.touch()
     deadline = time.monotonic() + duration + 30
     while any(c.poll() is None for c in clients):
         if time.monotonic() > deadline:
@@ -102,12 +112,15 @@ def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=No
         if on_tick:
             on_tick()
         time.sleep(1)
-    for s in servers:
-        if s.poll() is None:
-            s.terminate()
+    # One-shot servers exit (and write their JSON) once their client is done.
+    end = time.monotonic() + 10
     for s in servers:
         try:
-            s.wait(timeout=3)
+            s.wait(timeout=max(0.1, end - time.monotonic()))
         except subprocess.TimeoutExpired:
-            s.kill()
+            s.terminate()
+            try:
+                s.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                s.kill()
     return files
