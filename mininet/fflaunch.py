@@ -124,8 +124,6 @@ def sweep(pids=()):
         sh(args, check=False)
     for name in our_links():
         sh(["ip", "link", "del", name], check=False)
-    for f in STATE_DIR.glob("*.pids") if STATE_DIR.exists() else []:
-        pass
     return our_bridges(), our_links()
 
 

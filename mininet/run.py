@@ -39,7 +39,7 @@ MODES = {
 }
 
 # Defaults chosen so links, not this 2-core CPU, are the bottleneck: see mininet/README.md.
-DEFAULT_BW = 10.0
+DEFAULT_BW = 5.0
 
 
 def check_modes(modes):

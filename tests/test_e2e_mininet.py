@@ -20,7 +20,7 @@ import run as ffrun  # noqa: E402
 from fflaunch import FabricNet, our_bridges, our_links  # noqa: E402
 from fftopo import LinkRates  # noqa: E402
 
-RATES = LinkRates(10, 10, 10, 10, 10, 100)
+RATES = LinkRates(5, 5, 5, 5, 5, 50)
 LARGE = os.environ.get("FF_E2E_LARGE", "1") != "0"
 
 
@@ -104,14 +104,16 @@ class ThroughputTests(Base):
         out = Path(os.environ.get("FF_E2E_OUT", "/tmp/ff-e2e-adv1"))
         s = ffrun.main(["--topology", "dragonfly:p=1,a=2,h=3", "--traffic", "adv+1",
                         "--modes", "minimal,valiant", "--duration", "8", "--out", str(out),
-                        "--seed", "1", "--queue-pkts", "50"])
+                        "--seed", "1", "--queue-pkts", "50", "--host-bw", "5",
+                        "--local-bw", "5", "--global-bw", "5"])
         mn, va = s["modes"]["minimal"], s["modes"]["valiant"]
         t(f"aggregate minimal {mn['aggregate_mbps']} Mb/s, valiant {va['aggregate_mbps']}",
           self.t0)
         for m in (mn, va):
             self.assertEqual(m["runs"][0]["errors"], {}, "iperf3 errors")
             self.assertGreater(m["aggregate_mbps"], 0)
-        self.assertGreater(va["aggregate_mbps"], 1.15 * mn["aggregate_mbps"])
+        # Measured 1.6-1.7x at 5 Mb/s (ideal about 2x); 1.25x leaves room for CPU noise.
+        self.assertGreater(va["aggregate_mbps"], 1.25 * mn["aggregate_mbps"])
         for f in ("summary.json", "throughput.png", "group0-switches.png", "minimal-r0.csv"):
             self.assertTrue((out / f).stat().st_size > 0, f)
 
