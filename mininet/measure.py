@@ -68,6 +68,10 @@ def parse_iperf(path):
     samples = []
     for iv in doc.get("intervals", []):
         s = iv.get("sum", {})
+        # Skip the short tail interval the receiver reports when the sender stops: it would
+        # land in the same second as the last full one and be counted twice in aggregates.
+        if s.get("seconds", 1.0) < 0.5:
+            continue
         samples.append((s.get("end", 0.0), s.get("bits_per_second", 0.0) / 1e6))
     return samples, doc.get("error")
 
