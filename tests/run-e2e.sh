@@ -17,7 +17,7 @@ status=0
 if $PY -c 'import pytest' 2>/dev/null; then
     (cd tests && $PY -m pytest -v -s -p no:cacheprovider test_e2e_mininet.py) || status=$?
 else
-    (cd tests && $PY -m unittest -v test_e2e_mininet) || status=$?
+    (cd tests && $PY -m unittest -v test_traffic_patterns test_e2e_mininet) || status=$?
 fi
 $PY mininet/ffclean.py --check || status=1
 echo "== e2e: $(( $(date +%s) - start )) s, exit $status"
