@@ -15,7 +15,7 @@ cargo build --release -q -p fabricflow-controller
 $PY mininet/ffclean.py          # leftovers of an interrupted run (ours only)
 status=0
 if $PY -c 'import pytest' 2>/dev/null; then
-    (cd tests && $PY -m pytest -v -s -p no:cacheprovider test_e2e_mininet.py) || status=$?
+    (cd tests && $PY -m pytest -v -s -p no:cacheprovider test_traffic_patterns.py test_e2e_mininet.py) || status=$?
 else
     (cd tests && $PY -m unittest -v test_traffic_patterns test_e2e_mininet) || status=$?
 fi
