@@ -17,7 +17,6 @@ Do not name anything here ``mininet``: it would shadow the Mininet package.
 """
 
 import json
-import os
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -212,4 +211,3 @@ if __name__ == "__main__":
     import sys
     fab = Fabric.load(sys.argv[1] if len(sys.argv) > 1 else "dragonfly:p=1,a=2,h=1")
     print(json.dumps({"switches": fab.sw_short, "hosts": fab.host_short}, indent=1))
-    _ = os  # keep import for callers' convenience
