@@ -24,10 +24,12 @@ clean-ovs:       ## remove bridges left by an interrupted test run
 	./scripts/clean-ovs.sh
 
 # Mininet demo (issue 6): Dragonfly under ADV+1, minimal vs Valiant (+ QCN-SW once the controller
-# and agent runtimes exist).  Override e.g. DEMO_TOPO=dragonfly:p=2,a=4,h=2 DEMO_BW=3.
+# and agent runtimes exist).  Global links are the scarce resource (2.5 Mb/s; host and local 10).
+# Override e.g. DEMO_TOPO=dragonfly:p=2,a=4,h=2 DEMO_BW=4 DEMO_GLOBAL_BW=1.
 DEMO_TOPO ?= dragonfly:p=1,a=2,h=3
 DEMO_DURATION ?= 20
-DEMO_BW ?= 5
+DEMO_BW ?= 10
+DEMO_GLOBAL_BW ?= 2.5
 DEMO_OUT ?= /tmp/fabricflow-demo
 PY := /usr/bin/python3
 
@@ -42,7 +44,7 @@ demo:            ## Mininet: Dragonfly ADV+1, minimal vs valiant (vs qcnsw-combi
 	else echo "demo: qcnsw-combined not available yet (needs fabricflow-controller run and fabricflow-agent run)"; fi; \
 	$(PY) mininet/run.py --topology $(DEMO_TOPO) --traffic adv+1 --modes $$modes \
 	    --duration $(DEMO_DURATION) --host-bw $(DEMO_BW) --local-bw $(DEMO_BW) \
-	    --global-bw $(DEMO_BW) --out $(DEMO_OUT)
+	    --global-bw $(DEMO_GLOBAL_BW) --out $(DEMO_OUT)
 	@echo "demo: plots in $(DEMO_OUT)/throughput.png and $(DEMO_OUT)/group0-switches.png"
 
 e2e:             ## Mininet end-to-end tests (root)

@@ -104,16 +104,19 @@ class ThroughputTests(Base):
         out = Path(os.environ.get("FF_E2E_OUT", "/tmp/ff-e2e-adv1"))
         s = ffrun.main(["--topology", "dragonfly:p=1,a=2,h=3", "--traffic", "adv+1",
                         "--modes", "minimal,valiant", "--duration", "8", "--out", str(out),
-                        "--seed", "1", "--queue-pkts", "50", "--host-bw", "5",
-                        "--local-bw", "5", "--global-bw", "5"])
+                        "--seed", "1", "--queue-pkts", "50", "--host-bw", "10",
+                        "--local-bw", "10", "--global-bw", "2.5"])
         mn, va = s["modes"]["minimal"], s["modes"]["valiant"]
         t(f"aggregate minimal {mn['aggregate_mbps']} Mb/s, valiant {va['aggregate_mbps']}",
           self.t0)
         for m in (mn, va):
             self.assertEqual(m["runs"][0]["errors"], {}, "iperf3 errors")
             self.assertGreater(m["aggregate_mbps"], 0)
-        # Measured 1.6-1.7x at 5 Mb/s (ideal about 2x); 1.25x leaves room for CPU noise.
-        self.assertGreater(va["aggregate_mbps"], 1.25 * mn["aggregate_mbps"])
+        # Global links (2.5 Mb/s) are the scarce resource, host and local links 10 Mb/s: ideal
+        # minimal 7 x 2.5 = 17.5, Valiant ~44 Mb/s.  Measured 13-14 vs 23-24 (1.75x, seeds 1
+        # and 2); with all links at 5 Mb/s the gain swung between 1.0x and 1.8x with the CPU load
+        # of this shared machine.  1.3x leaves room for that noise.
+        self.assertGreater(va["aggregate_mbps"], 1.3 * mn["aggregate_mbps"])
         for f in ("summary.json", "throughput.png", "group0-switches.png", "minimal-r0.csv"):
             self.assertTrue((out / f).stat().st_size > 0, f)
 
