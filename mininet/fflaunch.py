@@ -375,9 +375,9 @@ class FabricNet:
 
     # ---- processes -------------------------------------------------------------------------
     def spawn(self, argv, logname):
-        log = open(self.tmp / logname, "w")  # noqa: SIM115 - closed with the tmpdir
-        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True)
+        with open(self.tmp / logname, "w") as log:
+            p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
         self.procs.append(p)
         return p
 

@@ -130,3 +130,20 @@ class SwitchSampler:
                 out.setdefault(sw, []).append(
                     (round(tb - t0, 2), (b[sw] - a.get(sw, 0)) * 8 / 1e6 / max(tb - ta, 1e-6)))
         return out
+
+
+def global_tx_mbytes(fn, switches):
+    """{"SWITCH:PORT": MB sent} for the global ports of the given (JSON-named) switches."""
+    out = {}
+    for link in fn.fabric.links:
+        if link["class"] != "global":
+            continue
+        for sw, port in ((link["a"], link["a_port"]), (link["b"], link["b_port"])):
+            if sw in switches:
+                intf = f"{fn.fabric.sw_short[sw]}-eth{port}"
+                try:
+                    with open(f"/sys/class/net/{intf}/statistics/tx_bytes") as f:
+                        out[f"{sw}:{port}"] = round(int(f.read()) / 1e6, 3)
+                except OSError:
+                    out[f"{sw}:{port}"] = None
+    return dict(sorted(out.items()))

@@ -63,11 +63,10 @@ def run_one(args, rates, mode, rep, outdir):
         flows = traffic.pattern(fn.fabric, args.traffic, args.seed + rep)
         group0 = [sw["name"] for sw in fn.fabric.switches if sw["group"] == 0]
         sampler = measure.SwitchSampler(fn)
-        sampler.sample()
         files = traffic.run_iperf(fn, flows, args.duration, fn.tmp / "iperf",
                                   streams=args.streams, on_tick=sampler.sample)
-        sampler.sample()
         cnms, mods = fn.agent_counters()
+        g0_global = measure.global_tx_mbytes(fn, group0)
         timings = dict(fn.timings)
         per_flow, series, errors = {}, {}, {}
         for label, path in files.items():
@@ -93,11 +92,14 @@ def run_one(args, rates, mode, rep, outdir):
         for t, v in samples:
             if t <= args.duration + 0.5:
                 agg[round(t)] = agg.get(round(t), 0.0) + v
-    g0 = {sw: statistics.mean(v for t, v in pts if t > 1.0) if any(t > 1.0 for t, _ in pts) else 0.0
-          for sw, pts in sw_rates.items() if sw in group0}
+    def window(pts):  # the clients' run, minus the first second
+        vals = [v for t, v in pts if 1.0 < t <= args.duration + 0.5]
+        return statistics.mean(vals) if vals else 0.0
+    g0 = {sw: window(pts) for sw, pts in sw_rates.items() if sw in group0}
     return {"per_flow": per_flow, "agg_series": sorted(agg.items()), "group0": g0,
             "cnms": cnms, "group_mods": mods, "errors": errors, "csv": str(csv_path),
-            "timings": timings, "flows": [f"{s}->{d}" for s, d in flows]}
+            "timings": timings, "flows": [f"{s}->{d}" for s, d in flows],
+            "group0_global_tx_mbytes": g0_global}
 
 
 def main(argv=None):
@@ -143,6 +145,8 @@ def main(argv=None):
                           timings=r["timings"]) for s, r in zip(stats, runs)],
             "cnms_generated": runs[0]["cnms"], "group_modifies": runs[0]["group_mods"],
             "group0_accepted_mbps": {k: round(v, 3) for k, v in runs[0]["group0"].items()},
+            # Bytes each global port of group 0 sent (run 0): where the buckets put the traffic.
+            "group0_global_tx_mbytes": runs[0]["group0_global_tx_mbytes"],
         })
         summary["modes"][mode] = merged
         series_plot[mode] = runs[0]["agg_series"]

@@ -76,9 +76,10 @@ def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=No
         # The receiver's per-second report is the accepted throughput; the client's counts
         # bytes handed to its socket, which runs ahead of delivery under congestion.
         files[f"{src}->{dst}"] = outdir / f"flow{i:03d}.server.json"
-        servers.append(fn.host_popen(
-            d, ["iperf3", "-s", "-1", "-p", str(port), "-i", "1", "--json"],
-            stdout=open(files[f"{src}->{dst}"], "w"), stderr=subprocess.STDOUT))
+        with open(files[f"{src}->{dst}"], "w") as out:  # the child keeps its own copy
+            servers.append(fn.host_popen(
+                d, ["iperf3", "-s", "-1", "-p", str(port), "-i", "1", "--json"],
+                stdout=out, stderr=subprocess.STDOUT))
         by_dst.setdefault(d, []).append(port)
 
     def listening():
@@ -99,9 +100,12 @@ def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=No
         cmd = (f"while [ ! -e {go} ]; do sleep 0.02; done; exec iperf3 -c {ip} "
                f"-p {base_port + i} -t {duration} -P {streams} -i 1 --json "
                f"--connect-timeout 5000")
-        clients.append(fn.host_popen(fn.node(src), ["sh", "-c", cmd],
-                                     stdout=open(path, "w"), stderr=subprocess.STDOUT))
+        with open(path, "w") as out:
+            clients.append(fn.host_popen(fn.node(src), ["sh", "-c", cmd],
+                                         stdout=out, stderr=subprocess.STDOUT))
     go.touch()
+    if on_tick:
+        on_tick()  # the baseline sample, at the moment the clients are released
     deadline = time.monotonic() + duration + 30
     while any(c.poll() is None for c in clients):
         if time.monotonic() > deadline:

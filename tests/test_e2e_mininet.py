@@ -112,11 +112,20 @@ class ThroughputTests(Base):
         for m in (mn, va):
             self.assertEqual(m["runs"][0]["errors"], {}, "iperf3 errors")
             self.assertGreater(m["aggregate_mbps"], 0)
+        # Where the buckets put group 0's traffic: g0s0:3 is the global link to group 1, the
+        # minimal path of all of group 0's ADV+1 traffic.  Deterministic, unlike throughput.
+        def share(m):
+            tx = m["group0_global_tx_mbytes"]
+            return tx["g0s0:3"] / sum(tx.values())
+        t(f"share of group 0's global bytes on g0s0:3: minimal {share(mn):.2f}, "
+          f"valiant {share(va):.2f}", self.t0)
+        self.assertGreater(share(mn), 0.6)   # the rest: ACKs of group 6's flows, on g0s1
+        self.assertLess(share(va), 0.1)      # P=0: only ACKs/ARP could use it
         # Global links (2.5 Mb/s) are the scarce resource, host and local links 10 Mb/s: ideal
-        # minimal 7 x 2.5 = 17.5, Valiant ~44 Mb/s.  Measured 13-14 vs 23-24 (1.75x, seeds 1
-        # and 2); with all links at 5 Mb/s the gain swung between 1.0x and 1.8x with the CPU load
-        # of this shared machine.  1.3x leaves room for that noise.
-        self.assertGreater(va["aggregate_mbps"], 1.3 * mn["aggregate_mbps"])
+        # minimal 7 x 2.5 = 17.5, Valiant ~44 Mb/s.  Measured 13-17.6 vs 20.7-24 depending on
+        # the CPU load of this shared machine (with all links at 5 Mb/s the gain swung between
+        # 1.0x and 1.8x).  1.1x keeps the claim "Valiant beats minimal" without flaking.
+        self.assertGreater(va["aggregate_mbps"], 1.1 * mn["aggregate_mbps"])
         for f in ("summary.json", "throughput.png", "group0-switches.png", "minimal-r0.csv"):
             self.assertTrue((out / f).stat().st_size > 0, f)
 
