@@ -60,7 +60,8 @@ def parse_iperf(path):
     """Per-second throughput (Mb/s) from one iperf3 JSON report (the receiver's, as written
     by traffic.run_iperf); ([], error) if it produced nothing."""
     try:
-        doc = json.loads(open(path).read() or "{}")
+        with open(path) as f:
+            doc = json.loads(f.read() or "{}")
     except json.JSONDecodeError:
         return [], "unparseable JSON"
     if not isinstance(doc, dict) or not doc:
