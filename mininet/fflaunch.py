@@ -1,0 +1,403 @@
+"""Bring a fabricflow fabric up in Mininet, program it, and always tear it down.
+
+    with FabricNet("dragonfly:p=1,a=2,h=1", LinkRates(), mode="static", p_minimal=100) as fn:
+        fn.net.pingAll()
+
+Programming modes (one interface, :meth:`FabricNet.program`):
+
+- ``static``: per switch ``fabricflow-controller plan --switch NAME --groups-out G --flows-out F
+  --p-minimal P`` then ``ovs-ofctl -O OpenFlow13 add-groups/add-flows``.  :meth:`replan` does the
+  same from a fabric *file* without some links, which is what the controller's re-plan after a
+  link failure computes (the CLI has no "failed links" flag; a file fabric with the same dpids,
+  groups and indexes yields the same addresses).
+- ``controller`` (CONTRACT ONLY, not yet exercised): start ``fabricflow-controller run --config``,
+  point every bridge at ``tcp:127.0.0.1:6653`` and poll ``GET /api/v1/switches`` until every
+  planned switch reports ``connected`` and ``synced``.  Fails with a clear "not available yet"
+  while the binary has no ``run`` subcommand.
+- optional agent (CONTRACT ONLY): ``fabricflow-agent run --config`` serving every switch over its
+  management socket; its ``/metrics`` give CNM and group-modify counters.
+
+Teardown runs on normal exit, exceptions, Ctrl-C, SIGTERM/SIGHUP and (as a last resort) atexit.
+It kills every child process this object started (by pid), stops Mininet (host shells, bridges,
+veths) and then sweeps anything left with *our* names only (bridges ``s<G>x<S>``/``t<L>x<S>``,
+interfaces ``<node>-eth<N>``): other parts of the project share this ovs-vswitchd, so ``mn -c``
+(which deletes every bridge and pkills by name) is never used here.
+"""
+
+import atexit
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+from functools import partial
+from pathlib import Path
+
+from mininet.link import TCLink
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+from mininet.node import OVSSwitch
+
+import fftopo
+from fftopo import AGENT_BIN, CONTROLLER_BIN, INTF_RE, SWITCH_RE, Fabric, FabricTopo, LinkRates
+
+OFCTL = ["ovs-ofctl", "-O", "OpenFlow13"]
+STATE_DIR = Path(os.environ.get("FF_STATE_DIR", "/tmp/fabricflow-mininet"))
+
+
+class NotAvailable(RuntimeError):
+    """A runtime (controller/agent run) that the binaries do not offer yet."""
+
+
+def wait_until(pred, timeout, what, interval=0.1):
+    """Polls `pred` until it returns a truthy value or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            last = pred()
+        except Exception as e:  # noqa: BLE001 - keep polling, report the last error
+            last = None
+            err = e
+        else:
+            err = None
+        if last:
+            return last
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}"
+                               + (f" (last error: {err})" if err else ""))
+        time.sleep(interval)
+
+
+def sh(cmd, check=True, **kw):
+    return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
+
+
+def has_subcommand(binary, sub):
+    """Whether `binary` exists and its --help lists subcommand `sub`."""
+    if not Path(binary).exists():
+        return False
+    out = sh([str(binary), "--help"], check=False).stdout
+    return any(line.strip().startswith(sub + " ") or line.strip() == sub
+               for line in out.splitlines())
+
+
+def require_runtime(what):
+    """Raises NotAvailable unless `fabricflow-<what> run` exists."""
+    binary = CONTROLLER_BIN if what == "controller" else AGENT_BIN
+    if not has_subcommand(binary, "run"):
+        raise NotAvailable(f"not available yet: needs fabricflow-{what} run "
+                           f"({binary} has no `run` subcommand)")
+
+
+def our_bridges():
+    out = sh(["ovs-vsctl", "--timeout=5", "list-br"], check=False).stdout
+    return [b for b in out.split() if SWITCH_RE.match(b)]
+
+
+def our_links():
+    out = sh(["ip", "-o", "link", "show"], check=False).stdout
+    names = []
+    for line in out.splitlines():
+        parts = line.split(":")
+        if len(parts) > 1:
+            name = parts[1].strip().split("@")[0]
+            if INTF_RE.match(name) or SWITCH_RE.match(name):
+                names.append(name)
+    return names
+
+
+def sweep(pids=()):
+    """Removes leftovers with our names: processes by recorded pid, bridges, interfaces."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    brs = our_bridges()
+    if brs:
+        args = ["ovs-vsctl", "--timeout=10"]
+        for b in brs:
+            args += ["--", "--if-exists", "del-br", b]
+        sh(args, check=False)
+    for name in our_links():
+        sh(["ip", "link", "del", name], check=False)
+    return our_bridges(), our_links()
+
+
+class FabricNet:
+    """Context manager: Mininet fabric up, programmed; torn down on any exit."""
+
+    def __init__(self, spec, rates=None, mode="static", p_minimal=100, agent_variant=None,
+                 workdir=None, verbose=False, controller_port=6653, http_port=18080,
+                 agent_http_port=18081):
+        self.spec = spec
+        self.rates = rates or LinkRates()
+        self.mode = mode
+        self.p_minimal = p_minimal
+        self.agent_variant = agent_variant
+        self.verbose = verbose
+        self.controller_port, self.http_port, self.agent_http_port = (
+            controller_port, http_port, agent_http_port)
+        self.fabric = Fabric.load(spec)
+        self.net = None
+        self.procs = []          # Popen objects we started (iperf3, controller, agent)
+        self._tmp = tempfile.TemporaryDirectory(prefix="ffmn-", dir=workdir)
+        self.tmp = Path(self._tmp.name)
+        self._cleaned = False
+        self._old_handlers = {}
+        self.timings = {}
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def __enter__(self):
+        if self.mode not in ("static", "controller"):
+            raise ValueError(f"unknown programming mode {self.mode!r}")
+        if self.mode == "controller":
+            require_runtime("controller")
+        if self.agent_variant:
+            require_runtime("agent")
+        left_brs, left_links = our_bridges(), our_links()
+        if left_brs or left_links:
+            raise RuntimeError(f"leftovers from an earlier run: bridges {left_brs}, links "
+                               f"{left_links[:5]}…; run `make clean-mininet`")
+        atexit.register(self.cleanup)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+        try:
+            self._start()
+        except BaseException:
+            self.cleanup()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.cleanup()
+        return False
+
+    def _on_signal(self, signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    def _start(self):
+        setLogLevel("info" if self.verbose else "warning")
+        t0 = time.monotonic()
+        switch = partial(OVSSwitch, datapath="user", failMode="secure", protocols="OpenFlow13")
+        self.net = Mininet(topo=FabricTopo(self.fabric, self.rates), switch=switch, link=TCLink,
+                           controller=None, autoSetMacs=False, autoStaticArp=False,
+                           build=False, waitConnected=False)
+        self.net.build()
+        self._record_pids()
+        self.net.start()
+        for h in self.net.hosts:
+            # The userspace datapath does not fill in checksums left to the NIC.
+            h.cmd(f"ethtool -K {h.defaultIntf().name} tx off")
+        fftopo.apply_queues(self.net, self.rates.queue_pkts)
+        wait_until(lambda: set(our_bridges()) >= {s.name for s in self.net.switches}, 30,
+                   "all bridges in ovsdb")
+        self.timings["up_s"] = time.monotonic() - t0
+        t1 = time.monotonic()
+        self.program()
+        self.timings["program_s"] = time.monotonic() - t1
+
+    def _record_pids(self):
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        self._pidfile = STATE_DIR / f"{os.getpid()}.pids"
+        pids = [h.pid for h in self.net.hosts + self.net.switches if getattr(h, "pid", None)]
+        self._pidfile.write_text(json.dumps(pids))
+
+    def cleanup(self):
+        """Idempotent teardown; ignores further Ctrl-C while it runs."""
+        if self._cleaned:
+            return
+        self._cleaned = True
+        prev_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            for p in self.procs:
+                if p.poll() is None:
+                    p.terminate()
+            deadline = time.monotonic() + 3
+            for p in self.procs:
+                try:
+                    p.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            pids = []
+            if self.net is not None:
+                pids = [n.pid for n in self.net.hosts + self.net.switches
+                        if getattr(n, "pid", None)]
+                try:
+                    self.net.stop()
+                except Exception as e:  # noqa: BLE001 - the sweep below finishes the job
+                    print(f"fflaunch: net.stop failed ({e}); sweeping")
+            # Host shells are gone after net.stop(); SIGKILL any that survived, by pid.
+            alive = [p for p in pids if _alive(p)]
+            brs, links = sweep(alive)
+            if brs or links:
+                print(f"fflaunch: WARNING leftovers after cleanup: {brs} {links}")
+            if getattr(self, "_pidfile", None):
+                self._pidfile.unlink(missing_ok=True)
+            self._tmp.cleanup()
+        finally:
+            for sig, h in self._old_handlers.items():
+                signal.signal(sig, h)
+            signal.signal(signal.SIGINT, prev_int)
+
+    # ---- programming -----------------------------------------------------------------------
+    def program(self):
+        if self.mode == "static":
+            self.program_static(self.spec)
+        else:
+            self.program_controller()
+        if self.agent_variant:
+            self.start_agent()
+
+    def _plan_switch(self, topo_arg, sw_json_name, short):
+        g, f = self.tmp / f"{short}.groups", self.tmp / f"{short}.flows"
+        sh([str(CONTROLLER_BIN), "plan", "--topology", topo_arg, "--switch", sw_json_name,
+            "--groups-out", str(g), "--flows-out", str(f), "--p-minimal", str(self.p_minimal)])
+        return g, f
+
+    def program_static(self, topo_arg):
+        """Replaces every switch's rules with the static plan of `topo_arg`."""
+        for sw in self.fabric.switches:
+            short = self.fabric.sw_short[sw["name"]]
+            g, f = self._plan_switch(topo_arg, sw["name"], short)
+            # Flows first out (they reference groups), then groups, then the new rules.
+            sh(OFCTL + ["del-flows", short])
+            sh(OFCTL + ["del-groups", short])
+            if g.stat().st_size:
+                sh(OFCTL + ["add-groups", short, str(g)])
+            sh(OFCTL + ["add-flows", short, str(f)])
+            want = sum(1 for line in f.read_text().splitlines()
+                       if line.strip() and not line.startswith("#"))
+            wait_until(lambda s=short, w=want: self.flow_count(s) >= w, 10,
+                       f"{short}: {want} flows installed")
+
+    def flow_count(self, br):
+        out = sh(OFCTL + ["dump-flows", br, "--no-stats"]).stdout
+        return sum(1 for line in out.splitlines() if "actions=" in line)
+
+    def replan_without(self, failed):
+        """Static re-plan with `failed` links ([(a, a_port), ...] JSON names) removed.
+
+        Writes the fabric as a file fabric (same dpids, groups, indexes, hosts), minus those
+        links, and reprograms every switch from it."""
+        failed = {(a, int(p)) for a, p in failed}
+        doc = self.fabric.doc
+        lines = ["switches:"]
+        spine = 0
+        for sw in doc["switches"]:
+            if sw["group"] is None:
+                # Fat-tree upper levels carry no hosts, so their address fields only need to
+                # be unique: park them in group 0xffff, numbered in order.
+                group, index, spine = 65535, spine, spine + 1
+            else:
+                group, index = sw["group"], sw["index"]
+            lines.append(f"  - {{name: {sw['name']}, dpid: \"0x{sw['dpid']}\", "
+                         f"group: {group}, index: {index}}}")
+        lines.append("links:")
+        for l in doc["links"]:
+            if (l["a"], l["a_port"]) in failed or (l["b"], l["b_port"]) in failed:
+                continue
+            lines.append(f"  - [\"{l['a']}:{l['a_port']}\", \"{l['b']}:{l['b_port']}\"]")
+        lines.append("hosts:")
+        for h in doc["hosts"]:
+            lines.append(f"  - {{name: \"{h['name']}\", at: \"{h['switch']}:{h['port']}\"}}")
+        path = self.tmp / "replan.yaml"
+        path.write_text("\n".join(lines) + "\n")
+        # The re-plan must keep every host's address, or the hosts' ARP caches would lie.
+        again = {h["name"]: (h["mac"], h["ip"]) for h in fftopo.export_fabric(f"file:{path}")["hosts"]}
+        before = {h["name"]: (h["mac"], h["ip"]) for h in doc["hosts"]}
+        if again != before:
+            raise RuntimeError(f"file fabric {path} changes host addresses")
+        self.program_static(f"file:{path}")
+        return path
+
+    # ---- controller mode (CONTRACT ONLY) ---------------------------------------------------
+    def program_controller(self):
+        """CONTRACT ONLY — written against the controller-runtime branch's documented config
+        (`fabric`, `openflow_listen`, `http_listen`) and API (`GET /api/v1/switches` listing
+        switches with `connected` and `synced`); not exercised until `run` ships here."""
+        require_runtime("controller")
+        cfg = self.tmp / "controller.toml"
+        cfg.write_text(f'fabric = "{self.spec}"\n'
+                       f'openflow_listen = "127.0.0.1:{self.controller_port}"\n'
+                       f'http_listen = "127.0.0.1:{self.http_port}"\n')
+        self.spawn([str(CONTROLLER_BIN), "run", "--config", str(cfg)], "controller.log")
+        for s in self.net.switches:
+            sh(["ovs-vsctl", "set-controller", s.name, f"tcp:127.0.0.1:{self.controller_port}"])
+
+        def all_synced():
+            body = json.load(urllib.request.urlopen(
+                f"http://127.0.0.1:{self.http_port}/api/v1/switches", timeout=2))
+            items = body.get("switches", body) if isinstance(body, dict) else body
+            want = {sw["dpid"] for sw in self.fabric.switches}
+            ok = {s.get("dpid", "").removeprefix("0x").zfill(16) for s in items
+                  if s.get("connected") and s.get("synced")}
+            return want <= ok
+        wait_until(all_synced, 60, "controller: every switch connected and synced", 0.5)
+
+    def start_agent(self):
+        """CONTRACT ONLY — agent-runtime branch config: [policy] variant, [runtime]
+        http_listen, one [[switch]] per bridge (name; target defaults to its mgmt socket)."""
+        require_runtime("agent")
+        cfg = self.tmp / "agent.toml"
+        body = [f'[policy]\nvariant = "{self.agent_variant}"\n',
+                f'[runtime]\nhttp_listen = "127.0.0.1:{self.agent_http_port}"\n']
+        body += [f'[[switch]]\nname = "{s.name}"\n' for s in self.net.switches]
+        cfg.write_text("\n".join(body))
+        self.spawn([str(AGENT_BIN), "run", "--config", str(cfg)], "agent.log")
+        wait_until(lambda: urllib.request.urlopen(
+            f"http://127.0.0.1:{self.agent_http_port}/api/v1/state", timeout=2).status == 200,
+            30, "agent HTTP API up", 0.5)
+
+    def agent_counters(self):
+        """(CNMs generated, group MODIFYs) from the agent's /metrics, or (None, None)."""
+        if not self.agent_variant:
+            return None, None
+        try:
+            text = urllib.request.urlopen(
+                f"http://127.0.0.1:{self.agent_http_port}/metrics", timeout=2).read().decode()
+        except OSError:
+            return None, None
+        cnms = mods = 0.0
+        for line in text.splitlines():
+            if line.startswith("#") or " " not in line:
+                continue
+            name, val = line.rsplit(" ", 1)
+            if "cnm" in name and "generated" in name:
+                cnms += float(val)
+            elif "group" in name and "mod" in name:
+                mods += float(val)
+        return cnms, mods
+
+    # ---- processes -------------------------------------------------------------------------
+    def spawn(self, argv, logname):
+        with open(self.tmp / logname, "w") as log:
+            p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+        self.procs.append(p)
+        return p
+
+    def host_popen(self, host, argv, **kw):
+        """Starts `argv` in a host's namespace; tracked and killed on cleanup."""
+        p = host.popen(argv, **kw)
+        self.procs.append(p)
+        return p
+
+    def node(self, json_or_short):
+        """Mininet node by JSON or short name."""
+        n = self.fabric.host_short.get(json_or_short) or self.fabric.sw_short.get(json_or_short)
+        return self.net.get(n or json_or_short)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True

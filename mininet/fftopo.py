@@ -1,0 +1,217 @@
+"""Mininet topology built from the controller's own fabric export.
+
+`fabricflow-controller topology --topology SPEC` prints the fabric as JSON (switches with dpids,
+links with port numbers and a class, hosts with MAC and IP).  This module builds exactly that
+wiring in Mininet, so the rule plan the controller computes matches the emulated fabric port for
+port.  Interface names are limited to 15 characters, so every JSON name gets a short Mininet
+name (switch ``g3s1`` -> ``s3x1``, fat-tree ``l0p2s0`` -> ``s2x0``, ``l1s3`` -> ``t1x3``,
+host ``h3.1.2`` -> ``h3x1x2``); the JSON name is kept for reports.
+
+Link rates (Mb/s) are per link class.  A TCLink shapes each direction at the egress of the
+sending interface (htb), so a fat-tree link gets ``up`` on the leaf side and ``down`` on the
+spine side; Dragonfly ``local``/``global`` links are symmetric; host links get ``host`` on both
+ends.  Bounded queues (``pfifo limit N``) are added after start by :func:`apply_queues`,
+because Mininet's ``max_queue_size`` needs netem, which this kernel lacks.
+
+Do not name anything here ``mininet``: it would shadow the Mininet package.
+"""
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mininet.topo import Topo
+
+REPO = Path(__file__).resolve().parent.parent
+# FABRICFLOW_BIN_DIR lets CI reuse the binaries `cargo test` already built instead of a second,
+# release build; the demo and measurements use release binaries.
+BIN_DIR = Path(os.environ.get("FABRICFLOW_BIN_DIR") or REPO / "target" / "release")
+CONTROLLER_BIN = BIN_DIR / "fabricflow-controller"
+AGENT_BIN = BIN_DIR / "fabricflow-agent"
+
+# Short-name patterns of everything this harness creates (used by cleanup to touch only ours).
+SWITCH_RE = re.compile(r"^[st]\d+x\d+$")
+HOST_RE = re.compile(r"^h\d+x\d+x\d+$")
+INTF_RE = re.compile(r"^(?:[st]\d+x\d+|h\d+x\d+x\d+)-eth\d+$")
+
+
+@dataclass
+class LinkRates:
+    """Link rates in Mb/s per class, and the bounded queue length in packets (None: default)."""
+
+    host: float = 10.0
+    local: float = 10.0
+    glob: float = 10.0  # "global" is a Python keyword
+    up: float = 10.0
+    down: float = 10.0
+    queue_pkts: int = 100
+
+    def as_dict(self):
+        return {"host": self.host, "local": self.local, "global": self.glob,
+                "up": self.up, "down": self.down, "queue_pkts": self.queue_pkts}
+
+
+def ensure_controller_bin():
+    """Builds the release controller if it is missing (and no FABRICFLOW_BIN_DIR is given)."""
+    if not CONTROLLER_BIN.exists() and not os.environ.get("FABRICFLOW_BIN_DIR"):
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "fabricflow-controller"],
+                       cwd=REPO, check=True)
+    return CONTROLLER_BIN
+
+
+def export_fabric(spec):
+    """Runs `fabricflow-controller topology` and returns the parsed JSON."""
+    out = subprocess.run([str(ensure_controller_bin()), "topology", "--topology", spec],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def short_switch(sw):
+    """Short Mininet name of a JSON switch."""
+    name = sw["name"]
+    m = re.fullmatch(r"g(\d+)s(\d+)", name)
+    if m:
+        return f"s{m[1]}x{m[2]}"
+    m = re.fullmatch(r"l0p(\d+)s(\d+)", name)
+    if m:
+        return f"s{m[1]}x{m[2]}"
+    m = re.fullmatch(r"l(\d+)s(\d+)", name)
+    if m:
+        return f"t{m[1]}x{m[2]}"
+    raise ValueError(f"no short name rule for switch {name!r}")
+
+
+def short_host(h):
+    m = re.fullmatch(r"h(\d+)\.(\d+)\.(\d+)", h["name"])
+    if not m:
+        raise ValueError(f"no short name rule for host {h['name']!r}")
+    return f"h{m[1]}x{m[2]}x{m[3]}"
+
+
+@dataclass
+class Fabric:
+    """The exported fabric plus the short-name maps."""
+
+    spec: str
+    doc: dict
+    sw_short: dict = field(default_factory=dict)    # JSON name -> short
+    host_short: dict = field(default_factory=dict)  # JSON name -> short
+    sw_long: dict = field(default_factory=dict)     # short -> JSON name
+    host_long: dict = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, spec):
+        f = cls(spec, export_fabric(spec))
+        for sw in f.doc["switches"]:
+            s = short_switch(sw)
+            if len(s) + len("-eth99") > 15:
+                raise ValueError(f"switch name {s} too long for interface names")
+            f.sw_short[sw["name"]], f.sw_long[s] = s, sw["name"]
+        for h in f.doc["hosts"]:
+            s = short_host(h)
+            if len(s) + len("-eth0") > 15:
+                raise ValueError(f"host name {s} too long for interface names")
+            f.host_short[h["name"]], f.host_long[s] = s, h["name"]
+        return f
+
+    @property
+    def kind(self):
+        return self.doc["kind"]
+
+    @property
+    def switches(self):
+        return self.doc["switches"]
+
+    @property
+    def hosts(self):
+        return self.doc["hosts"]
+
+    @property
+    def links(self):
+        return self.doc["links"]
+
+    def host(self, name):
+        """Host record by JSON or short name."""
+        name = self.host_long.get(name, name)
+        for h in self.hosts:
+            if h["name"] == name:
+                return h
+        raise KeyError(name)
+
+    def groups(self):
+        """Group (Dragonfly group, fat-tree pod) -> list of JSON host names, in order."""
+        g = {}
+        for h in self.hosts:
+            g.setdefault(h["group"], []).append(h["name"])
+        return dict(sorted(g.items()))
+
+
+def link_bws(link, rates):
+    """(bw at a's egress, bw at b's egress) for a JSON link."""
+    cls = link["class"]
+    if cls == "local":
+        return rates.local, rates.local
+    if cls == "global":
+        return rates.glob, rates.glob
+    if cls == "up":
+        return rates.up, rates.down
+    if cls == "down":
+        return rates.down, rates.up
+    raise ValueError(f"unknown link class {cls!r}")
+
+
+class FabricTopo(Topo):
+    """Mininet Topo with the controller's exact dpids, ports, MACs and IPs."""
+
+    def build(self, fabric, rates):  # pylint: disable=arguments-differ
+        for sw in fabric.switches:
+            self.addSwitch(fabric.sw_short[sw["name"]], dpid=sw["dpid"])
+        for h in fabric.hosts:
+            # /8: the fabric answers ARP for any 10.x address, so every host is on-link.
+            self.addHost(fabric.host_short[h["name"]], ip=f"{h['ip']}/8", mac=h["mac"])
+            self.addLink(fabric.host_short[h["name"]], fabric.sw_short[h["switch"]],
+                         port1=0, port2=h["port"], bw=rates.host)
+        for link in fabric.links:
+            bw_a, bw_b = link_bws(link, rates)
+            self.addLink(fabric.sw_short[link["a"]], fabric.sw_short[link["b"]],
+                         port1=link["a_port"], port2=link["b_port"],
+                         params1={"bw": bw_a}, params2={"bw": bw_b})
+
+
+def switch_intfs(net):
+    """Switch-side interfaces with their htb leaf class, for queue setup and measurement."""
+    for sw in net.switches:
+        for intf in sw.intfList():
+            if intf.name != "lo":
+                yield sw, intf
+
+
+def apply_queues(net, queue_pkts):
+    """Bounds every shaped egress queue (switch and host side) to `queue_pkts` packets."""
+    if not queue_pkts:
+        return
+    nodes = list(net.switches) + list(net.hosts)
+    for node in nodes:
+        for intf in node.intfList():
+            if intf.name == "lo":
+                continue
+            # TCIntf's htb: root 5:0, leaf class 5:1.  The qdisc under it is the queue.
+            cmd = (f"tc qdisc replace dev {intf.name} parent 5:1 handle 10: "
+                   f"pfifo limit {int(queue_pkts)}")
+            out = node.cmd(cmd) if node in net.hosts else _sh(cmd)
+            if out and out.strip():
+                raise RuntimeError(f"{cmd}: {out.strip()}")
+
+
+def _sh(cmd):
+    r = subprocess.run(cmd, shell=True, capture_output=True, text=True)
+    return (r.stdout + r.stderr) if r.returncode else ""
+
+
+if __name__ == "__main__":
+    import sys
+    fab = Fabric.load(sys.argv[1] if len(sys.argv) > 1 else "dragonfly:p=1,a=2,h=1")
+    print(json.dumps({"switches": fab.sw_short, "hosts": fab.host_short}, indent=1))

@@ -1,0 +1,150 @@
+"""Measurements: all-pairs ping, iperf3 JSON parsing, fairness, per-switch accepted throughput."""
+
+import json
+import statistics
+import time
+
+
+def all_pairs_ping(fn, count=1, timeout=3, retry=True, per_host=4):
+    """Pings every ordered pair of hosts, all sources in parallel, `per_host` pings at a time
+    from each source (thousands of simultaneous pings overload the userspace datapath on this
+    2-core machine and then really lose packets).
+
+    Returns {(src_json, dst_json): replies_ok} where ok means every one of `count` echo
+    requests was answered.  With `retry`, a pair whose first attempt failed is tried once more
+    (the very first packet of a pair may race the host's ARP resolution)."""
+    hosts = fn.net.hosts
+    ips = {h.name: fn.fabric.host(h.name)["ip"] for h in hosts}
+    results = {}
+
+    def round_(pairs_by_src):
+        for h in hosts:
+            dsts = pairs_by_src.get(h.name)
+            if not dsts:
+                continue
+            # A script file, not a command line: the host shell's tty truncates lines > 4 KiB.
+            script = fn.tmp / f"ping-{h.name}.sh"
+            lines = []
+            for i, d in enumerate(dsts):
+                lines.append(f"(ping -n -q -c {count} -i 0.2 -W {timeout} {ips[d]} >/dev/null "
+                             f"2>&1 && echo OK {d} || echo FAIL {d}) &\n")
+                if (i + 1) % per_host == 0:
+                    lines.append("wait\n")
+            script.write_text("".join(lines) + "wait\n")
+            h.sendCmd(f"bash {script}")
+        out = {}
+        for h in hosts:
+            if not pairs_by_src.get(h.name):
+                continue
+            text = h.waitOutput()
+            for line in text.splitlines():
+                parts = line.split()
+                if len(parts) == 2 and parts[0] in ("OK", "FAIL"):
+                    out[(h.name, parts[1])] = parts[0] == "OK"
+        return out
+
+    todo = {h.name: [d.name for d in hosts if d is not h] for h in hosts}
+    first = round_(todo)
+    results.update(first)
+    if retry:
+        again = {}
+        for (s, d), ok in first.items():
+            if not ok:
+                again.setdefault(s, []).append(d)
+        results.update(round_(again))
+    lng = fn.fabric.host_long
+    return {(lng[s], lng[d]): ok for (s, d), ok in results.items()}
+
+
+def parse_iperf(path):
+    """Per-second throughput (Mb/s) from one iperf3 JSON report (the receiver's, as written
+    by traffic.run_iperf); ([], error) if it produced nothing."""
+    try:
+        with open(path) as f:
+            doc = json.loads(f.read() or "{}")
+    except json.JSONDecodeError:
+        return [], "unparseable JSON"
+    if not isinstance(doc, dict) or not doc:
+        return [], "no report"
+    samples = []
+    for iv in doc.get("intervals", []):
+        s = iv.get("sum", {})
+        # Skip the short tail interval the receiver reports when the sender stops: it would
+        # land in the same second as the last full one and be counted twice in aggregates.
+        if s.get("seconds", 1.0) < 0.5:
+            continue
+        samples.append((s.get("end", 0.0), s.get("bits_per_second", 0.0) / 1e6))
+    return samples, doc.get("error")
+
+
+def jain(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs or sum(xs) == 0:
+        return None
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def flow_stats(per_flow_mbps):
+    vals = sorted(per_flow_mbps.values())
+    if not vals:
+        return {"aggregate_mbps": 0.0, "flows": 0}
+    return {"aggregate_mbps": round(sum(vals), 3), "flows": len(vals),
+            "flow_min_mbps": round(vals[0], 3),
+            "flow_median_mbps": round(statistics.median(vals), 3),
+            "flow_max_mbps": round(vals[-1], 3),
+            "jain": round(jain(vals), 4) if jain(vals) is not None else None}
+
+
+def read_host_rx_bytes(fn):
+    """Bytes received per switch on its host-facing ports (tx of the switch-side host ports)."""
+    out = {}
+    for h in fn.fabric.hosts:
+        sw = fn.fabric.sw_short[h["switch"]]
+        intf = f"{sw}-eth{h['port']}"
+        try:
+            with open(f"/sys/class/net/{intf}/statistics/tx_bytes") as f:
+                out.setdefault(h["switch"], 0)
+                out[h["switch"]] += int(f.read())
+        except OSError:
+            pass
+    return out
+
+
+class SwitchSampler:
+    """Samples each switch's delivered-to-hosts bytes once per second (accepted throughput)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.samples = []  # (t, {switch: bytes})
+
+    def sample(self):
+        self.samples.append((time.monotonic(), read_host_rx_bytes(self.fn)))
+
+    def rates_mbps(self):
+        """{switch: [(t_rel, Mb/s), ...]}"""
+        if len(self.samples) < 2:
+            return {}
+        t0 = self.samples[0][0]
+        out = {}
+        for (ta, a), (tb, b) in zip(self.samples, self.samples[1:]):
+            for sw in b:
+                out.setdefault(sw, []).append(
+                    (round(tb - t0, 2), (b[sw] - a.get(sw, 0)) * 8 / 1e6 / max(tb - ta, 1e-6)))
+        return out
+
+
+def global_tx_mbytes(fn, switches):
+    """{"SWITCH:PORT": MB sent} for the global ports of the given (JSON-named) switches."""
+    out = {}
+    for link in fn.fabric.links:
+        if link["class"] != "global":
+            continue
+        for sw, port in ((link["a"], link["a_port"]), (link["b"], link["b_port"])):
+            if sw in switches:
+                intf = f"{fn.fabric.sw_short[sw]}-eth{port}"
+                try:
+                    with open(f"/sys/class/net/{intf}/statistics/tx_bytes") as f:
+                        out[f"{sw}:{port}"] = round(int(f.read()) / 1e6, 3)
+                except OSError:
+                    out[f"{sw}:{port}"] = None
+    return dict(sorted(out.items()))

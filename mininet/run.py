@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""Run traffic on a Mininet fabricflow fabric under several routing modes and compare.
+
+    sudo python3 mininet/run.py --topology dragonfly:p=1,a=2,h=2 --traffic adv+1 \\
+        --modes minimal,valiant --duration 20 --out /tmp/ff-run
+
+Modes: minimal (static plan, P=100), valiant (static plan, P=0); qcnsw-base, qcnsw-sp,
+qcnsw-fc, qcnsw-combined need `fabricflow-controller run` and `fabricflow-agent run` and fail
+with "not available yet" until the binaries offer them.
+
+Writes DIR/<mode>-r<N>.csv (time, flow, mbps), DIR/summary.json, DIR/throughput.png,
+DIR/group0-switches.png, and prints a summary table.
+"""
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import measure  # noqa: E402
+import plots  # noqa: E402
+import traffic  # noqa: E402
+from fflaunch import FabricNet, NotAvailable, require_runtime  # noqa: E402
+from fftopo import LinkRates  # noqa: E402
+
+# mode -> (programming, P-minimal, agent variant)
+MODES = {
+    "minimal": ("static", 100, None),
+    "valiant": ("static", 0, None),
+    "qcnsw-base": ("controller", 100, "base"),
+    "qcnsw-sp": ("controller", 100, "source-processing"),
+    "qcnsw-fc": ("controller", 100, "feedback-comparison"),
+    "qcnsw-combined": ("controller", 100, "combined"),
+}
+
+# Defaults chosen so links, not this 2-core CPU, are the bottleneck: see mininet/README.md.
+DEFAULT_BW = 5.0
+
+
+def check_modes(modes):
+    for m in modes:
+        if m not in MODES:
+            raise SystemExit(f"unknown mode {m!r}; known: {', '.join(MODES)}")
+        prog, _, agent = MODES[m]
+        try:
+            if prog == "controller":
+                require_runtime("controller")
+            if agent:
+                require_runtime("agent")
+        except NotAvailable as e:
+            raise SystemExit(f"mode {m}: {e}") from None
+
+
+def run_one(args, rates, mode, rep, outdir):
+    prog, p_min, agent = MODES[mode]
+    with FabricNet(args.topology, rates, mode=prog, p_minimal=p_min,
+                   agent_variant=agent) as fn:
+        flows = traffic.pattern(fn.fabric, args.traffic, args.seed + rep)
+        group0 = [sw["name"] for sw in fn.fabric.switches if sw["group"] == 0]
+        sampler = measure.SwitchSampler(fn)
+        files = traffic.run_iperf(fn, flows, args.duration, fn.tmp / "iperf",
+                                  streams=args.streams, on_tick=sampler.sample)
+        cnms, mods = fn.agent_counters()
+        g0_global = measure.global_tx_mbytes(fn, group0)
+        timings = dict(fn.timings)
+        per_flow, series, errors = {}, {}, {}
+        for label, path in files.items():
+            samples, err = measure.parse_iperf(path)
+            series[label] = samples
+            if err:
+                errors[label] = err
+            # Mean over the run, skipping the first second (slow start, ARP, hash settling)
+            # and anything the receiver reported after the client's duration.
+            vals = ([v for t, v in samples if 1.0 < t <= args.duration + 0.5]
+                    or [v for _, v in samples])
+            per_flow[label] = statistics.mean(vals) if vals else 0.0
+        sw_rates = sampler.rates_mbps()
+    csv_path = outdir / f"{mode}-r{rep}.csv"
+    with open(csv_path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["time_s", "flow", "mbps"])
+        for label, samples in series.items():
+            for t, v in samples:
+                w.writerow([round(t, 2), label, round(v, 4)])
+    agg = {}
+    for samples in series.values():
+        for t, v in samples:
+            if t <= args.duration + 0.5:
+                agg[round(t)] = agg.get(round(t), 0.0) + v
+    def window(pts):  # the clients' run, minus the first second
+        vals = [v for t, v in pts if 1.0 < t <= args.duration + 0.5]
+        return statistics.mean(vals) if vals else 0.0
+    g0 = {sw: window(pts) for sw, pts in sw_rates.items() if sw in group0}
+    return {"per_flow": per_flow, "agg_series": sorted(agg.items()), "group0": g0,
+            "cnms": cnms, "group_mods": mods, "errors": errors, "csv": str(csv_path),
+            "timings": timings, "flows": [f"{s}->{d}" for s, d in flows],
+            "group0_global_tx_mbytes": g0_global}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--topology", required=True)
+    ap.add_argument("--traffic", required=True, help="uniform | adv+K | hotspot")
+    ap.add_argument("--modes", default="minimal,valiant")
+    ap.add_argument("--duration", type=int, default=20)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--host-bw", type=float, default=DEFAULT_BW, help="Mb/s")
+    ap.add_argument("--local-bw", type=float, default=DEFAULT_BW, help="Mb/s (fat-tree: up)")
+    ap.add_argument("--global-bw", type=float, default=DEFAULT_BW, help="Mb/s (fat-tree: down)")
+    ap.add_argument("--queue-pkts", type=int, default=50)
+    ap.add_argument("--streams", type=int, default=4, help="iperf3 -P")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    check_modes(modes)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rates = LinkRates(host=args.host_bw, local=args.local_bw, glob=args.global_bw,
+                      up=args.local_bw, down=args.global_bw, queue_pkts=args.queue_pkts)
+    summary = {"topology": args.topology, "traffic": args.traffic, "duration_s": args.duration,
+               "seed": args.seed, "repeat": args.repeat, "streams_per_flow": args.streams,
+               "link_rates_mbps": rates.as_dict(), "modes": {}}
+    series_plot, g0_plot = {}, {}
+    for mode in modes:
+        runs = []
+        for rep in range(args.repeat):
+            t0 = time.monotonic()
+            print(f"== {mode} run {rep + 1}/{args.repeat}", flush=True)
+            r = run_one(args, rates, mode, rep, out)
+            r["wall_s"] = round(time.monotonic() - t0, 1)
+            runs.append(r)
+        stats = [measure.flow_stats(r["per_flow"]) for r in runs]
+        keys = ["aggregate_mbps", "flow_min_mbps", "flow_median_mbps", "flow_max_mbps", "jain"]
+        merged = {k: round(statistics.mean(s[k] for s in stats if s.get(k) is not None), 4)
+                  if any(s.get(k) is not None for s in stats) else None for k in keys}
+        merged.update({
+            "flows": stats[0]["flows"],
+            "runs": [dict(s, csv=r["csv"], wall_s=r["wall_s"], errors=r["errors"],
+                          timings=r["timings"]) for s, r in zip(stats, runs)],
+            "cnms_generated": runs[0]["cnms"], "group_modifies": runs[0]["group_mods"],
+            "group0_accepted_mbps": {k: round(v, 3) for k, v in runs[0]["group0"].items()},
+            # Bytes each global port of group 0 sent (run 0): where the buckets put the traffic.
+            "group0_global_tx_mbytes": runs[0]["group0_global_tx_mbytes"],
+        })
+        summary["modes"][mode] = merged
+        series_plot[mode] = runs[0]["agg_series"]
+        g0_plot[mode] = runs[0]["group0"]
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    title = f"{args.topology} {args.traffic}"
+    plots.throughput_over_time(series_plot, out / "throughput.png", title)
+    plots.per_switch_bars(g0_plot, out / "group0-switches.png",
+                          f"{title}: accepted throughput, group 0 switches")
+    print_table(summary)
+    print(f"\nCSV, summary.json, throughput.png and group0-switches.png in {out}")
+    return summary
+
+
+def print_table(summary):
+    r = summary["link_rates_mbps"]
+    print(f"\n{summary['topology']}  traffic {summary['traffic']}  {summary['duration_s']} s  "
+          f"links host {r['host']} / local {r['local']} / global {r['global']} Mb/s, "
+          f"queues {r['queue_pkts']} pkts")
+    hdr = f"{'mode':<16}{'flows':>6}{'aggr Mb/s':>11}{'min':>8}{'median':>8}{'max':>8}" \
+          f"{'Jain':>7}{'CNMs':>7}{'MODs':>7}"
+    print(hdr)
+    print("-" * len(hdr))
+    for mode, s in summary["modes"].items():
+        def f(v, w, p=2):
+            return f"{'-':>{w}}" if v is None else f"{v:>{w}.{p}f}"
+        print(f"{mode:<16}{s['flows']:>6}{f(s['aggregate_mbps'], 11)}{f(s['flow_min_mbps'], 8)}"
+              f"{f(s['flow_median_mbps'], 8)}{f(s['flow_max_mbps'], 8)}{f(s['jain'], 7, 3)}"
+              f"{f(s['cnms_generated'], 7, 0)}{f(s['group_modifies'], 7, 0)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""End-to-end tests: Mininet + Open vSwitch (userspace datapath) + the controller's static plan.
+
+Run with tests/run-e2e.sh (root).  Each test brings a fabric up and always tears it down; the
+suite checks afterwards that none of our bridges or interfaces is left.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "mininet"))
+
+import measure  # noqa: E402
+import run as ffrun  # noqa: E402
+from fflaunch import FabricNet, our_bridges, our_links  # noqa: E402
+from fftopo import LinkRates  # noqa: E402
+
+RATES = LinkRates(5, 5, 5, 5, 5, 50)
+LARGE = os.environ.get("FF_E2E_LARGE", "1") != "0"
+
+
+def t(msg, t0):
+    print(f"  [{time.monotonic() - t0:6.1f} s] {msg}", flush=True)
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.t0 = time.monotonic()
+        print(f"\n== {self.id()}", flush=True)
+
+    def tearDown(self):
+        # Whatever the test did, nothing of ours may survive it.
+        self.assertEqual(our_bridges(), [], "bridges left behind")
+        self.assertEqual(our_links(), [], "interfaces left behind")
+        t("done", self.t0)
+
+    def assert_all_pairs(self, fn, count=2):
+        first = measure.all_pairs_ping(fn, count=1, retry=True)   # warms ARP; one retry
+        n = len(fn.net.hosts)
+        self.assertEqual(len(first), n * (n - 1))
+        bad = sorted(p for p, ok in first.items() if not ok)
+        self.assertEqual(bad, [], f"unreachable after retry: {bad[:10]}")
+        again = measure.all_pairs_ping(fn, count=count, retry=False)  # must be loss-free
+        bad = sorted(p for p, ok in again.items() if not ok)
+        self.assertEqual(bad, [], f"loss on {len(bad)} pairs: {bad[:10]}")
+        return len(again)
+
+
+class PingTests(Base):
+    def _ping(self, spec):
+        with FabricNet(spec, RATES) as fn:
+            t(f"up {fn.timings}", self.t0)
+            pairs = self.assert_all_pairs(fn)
+            t(f"{pairs} pairs, 0 % loss", self.t0)
+
+    def test_ping_dragonfly_121(self):
+        self._ping("dragonfly:p=1,a=2,h=1")
+
+    @unittest.skipUnless(LARGE, "FF_E2E_LARGE=0")
+    def test_ping_dragonfly_242(self):
+        self._ping("dragonfly:p=2,a=4,h=2")
+
+    def test_ping_fattree_k4n2(self):
+        self._ping("fattree:k=4,n=2")
+
+
+class LinkDownTests(Base):
+    def _link_down(self, spec, link_index):
+        with FabricNet(spec, RATES) as fn:
+            link = fn.fabric.links[link_index]
+            a, b = fn.fabric.sw_short[link["a"]], fn.fabric.sw_short[link["b"]]
+            fn.net.configLinkStatus(a, b, "down")
+            t(f"link {link['a']}:{link['a_port']} - {link['b']}:{link['b_port']} down", self.t0)
+            stale = measure.all_pairs_ping(fn, count=1, retry=True)
+            lost = [p for p, ok in stale.items() if not ok]
+            # The old plan still uses the link (bucket 0 / minimal ports), so some pair breaks:
+            # this proves the failure is real and that the re-plan is what repairs it.
+            self.assertTrue(lost, "no pair lost with the stale plan: link not really down?")
+            t(f"stale plan: {len(lost)} pairs unreachable", self.t0)
+            fn.replan_without([(link["a"], link["a_port"])])
+            t("re-planned without the link", self.t0)
+            pairs = self.assert_all_pairs(fn)
+            t(f"{pairs} pairs reachable, 0 % loss", self.t0)
+
+    def test_link_down_dragonfly_global(self):
+        # g0s0:3 - g1s1:3, the only global link between groups 0 and 1.
+        self._link_down("dragonfly:p=1,a=2,h=1", 1)
+
+    def test_link_down_fattree_uplink(self):
+        self._link_down("fattree:k=4,n=2", 0)
+
+
+class ThroughputTests(Base):
+    def test_adv1_valiant_beats_minimal(self):
+        """Dragonfly(1,2,3), the smallest that shows it here: under ADV+1 both hosts of a group
+        meet on one global link with minimal routing; Valiant (P=0) spreads them over the
+        group's 5 other global links.  (With h=2 the source switch 0 has a single non-minimal
+        candidate, which carries its two own flows plus transit: Valiant gains nothing there.)"""
+        out = Path(os.environ.get("FF_E2E_OUT", "/tmp/ff-e2e-adv1"))
+        s = ffrun.main(["--topology", "dragonfly:p=1,a=2,h=3", "--traffic", "adv+1",
+                        "--modes", "minimal,valiant", "--duration", "8", "--out", str(out),
+                        "--seed", "1", "--queue-pkts", "50", "--host-bw", "10",
+                        "--local-bw", "10", "--global-bw", "2.5"])
+        mn, va = s["modes"]["minimal"], s["modes"]["valiant"]
+        t(f"aggregate minimal {mn['aggregate_mbps']} Mb/s, valiant {va['aggregate_mbps']}",
+          self.t0)
+        for m in (mn, va):
+            self.assertEqual(m["runs"][0]["errors"], {}, "iperf3 errors")
+            self.assertGreater(m["aggregate_mbps"], 0)
+        # Where the buckets put group 0's traffic: g0s0:3 is the global link to group 1, the
+        # minimal path of all of group 0's ADV+1 traffic.  Deterministic, unlike throughput.
+        def share(m):
+            tx = m["group0_global_tx_mbytes"]
+            return tx["g0s0:3"] / sum(tx.values())
+        t(f"share of group 0's global bytes on g0s0:3: minimal {share(mn):.2f}, "
+          f"valiant {share(va):.2f}", self.t0)
+        self.assertGreater(share(mn), 0.6)   # the rest: ACKs of group 6's flows, on g0s1
+        self.assertLess(share(va), 0.1)      # P=0: only ACKs/ARP could use it
+        # Global links (2.5 Mb/s) are the scarce resource, host and local links 10 Mb/s: ideal
+        # minimal 7 x 2.5 = 17.5, Valiant ~44 Mb/s.  Measured 13-17.6 vs 20.7-24 depending on
+        # the CPU load of this shared machine (with all links at 5 Mb/s the gain swung between
+        # 1.0x and 1.8x).  1.1x keeps the claim "Valiant beats minimal" without flaking.
+        self.assertGreater(va["aggregate_mbps"], 1.1 * mn["aggregate_mbps"])
+        for f in ("summary.json", "throughput.png", "group0-switches.png", "minimal-r0.csv"):
+            self.assertTrue((out / f).stat().st_size > 0, f)
+
+
+class HarnessTests(Base):
+    def test_error_inside_tears_down(self):
+        with self.assertRaises(ZeroDivisionError):
+            with FabricNet("dragonfly:p=1,a=2,h=1", RATES) as fn:
+                self.assertEqual(len(our_bridges()), 6)
+                self.assertTrue(fn.net.hosts)
+                _ = 1 / 0
+
+    def test_sigterm_tears_down(self):
+        code = ("import sys, time; sys.path.insert(0, %r)\n"
+                "from fflaunch import FabricNet\n"
+                "with FabricNet('dragonfly:p=1,a=2,h=1') as fn:\n"
+                "    print('UP', flush=True); time.sleep(120)\n") % str(REPO / "mininet")
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(p.stdout.readline().strip(), "UP")
+            self.assertEqual(len(our_bridges()), 6)
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    def test_qcnsw_modes_declared(self):
+        """The QCN-SW modes exist and fail clearly until the runtimes ship."""
+        self.assertIn("qcnsw-combined", ffrun.MODES)
+        from fflaunch import has_subcommand
+        from fftopo import AGENT_BIN, CONTROLLER_BIN
+        if has_subcommand(CONTROLLER_BIN, "run") and has_subcommand(AGENT_BIN, "run"):
+            self.skipTest("runtimes available: covered by the throughput tests")
+        with self.assertRaises(SystemExit) as cm:
+            ffrun.check_modes(["minimal", "qcnsw-combined"])
+        self.assertIn("not available yet: needs fabricflow-", str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
