@@ -19,5 +19,8 @@ echo "== fmt";    cargo fmt --all -- --check
 echo "== clippy"; cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== tests";  cargo test --workspace --locked
 # Benchmarks cannot rot unseen: `clippy --all-targets` above type-checks them.
+echo "== end-to-end (Mininet + Open vSwitch)"
+cargo build --workspace --bins --locked
+FABRICFLOW_BIN_DIR="$PWD/target/debug" ./tests/run-e2e.sh
 ./scripts/clean-ovs.sh
 echo "== all tests passed"
