@@ -279,10 +279,11 @@ impl Default for SimConfig {
             ugal_threshold: 0.0,
             cp_queue: CpQueue::Input,
             // Scaled to the buffers (QCN.md: the 802.1Qau octet values exceed a 4 KB VC buffer):
-            // Qeq at half of a local input port's data buffers, sampling base scaled like Qeq.
+            // Qeq at 3/4 of a 4 KB VC input buffer, sampling base scaled like Qeq (150 000 ·
+            // 3 072 / 26 000 ≈ 18 000). Chosen by the sensitivity sweep (sim/README.md).
             cp: CpConfig {
-                qeq_bytes: 6_144,
-                sampling_base_bytes: 35_000,
+                qeq_bytes: 3_072,
+                sampling_base_bytes: 18_000,
                 ..CpConfig::default()
             },
             policy: PolicyConfig::default(),

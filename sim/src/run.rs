@@ -210,7 +210,7 @@ pub fn write_csvs(dir: &Path, cfg: &SimConfig, results: &[LoadResult]) -> std::i
     for r in results {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             cfg.topology,
             cfg.routing,
             cfg.traffic,
