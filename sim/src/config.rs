@@ -317,10 +317,10 @@ impl SimConfig {
     /// Checks the ranges the engine relies on.
     pub fn validate(&self) -> Result<(), SpecError> {
         let bad = |m: &str| Err(SpecError::Invalid(m.to_owned()));
-        if !(self.load >= 0.0 && self.load <= 1.0) {
+        if !(0.0..=1.0).contains(&self.load) {
             return bad("load must be in [0, 1]");
         }
-        if self.phit_bytes == 0 || !(self.link_gbps > 0.0) {
+        if self.phit_bytes == 0 || self.link_gbps.is_nan() || self.link_gbps <= 0.0 {
             return bad("phit size and link rate must be positive");
         }
         if self.data_vcs == 0 || self.data_vcs > 8 {

@@ -493,7 +493,7 @@ impl Sim {
         }
         let u: f64 = self.rng.gen();
         let g = ((1.0 - u).ln() / (1.0 - self.gen_p).ln()).floor();
-        if g.is_finite() && g >= 0.0 && g < 1e15 {
+        if (0.0..1e15).contains(&g) {
             g as u64 + 1
         } else {
             u64::MAX
@@ -556,7 +556,7 @@ impl Sim {
             }
         }
         self.now += 1;
-        if self.now % self.cfg.window_cycles == 0 && !self.policies.is_empty() {
+        if self.now.checked_rem(self.cfg.window_cycles) == Some(0) && !self.policies.is_empty() {
             let (sum, n) = self
                 .policies
                 .iter()

@@ -105,7 +105,7 @@ pub fn run_one(cfg: &SimConfig) -> Result<LoadResult, SpecError> {
 /// Loads `from..=to` by `step` (rounded to 1e-9 to avoid drift).
 pub fn loads(from: f64, to: f64, step: f64) -> Vec<f64> {
     let mut out = Vec::new();
-    if !(step > 0.0) {
+    if step.is_nan() || step <= 0.0 {
         return vec![from];
     }
     let mut i = 0u32;
@@ -169,16 +169,20 @@ fn f(x: f64) -> String {
 }
 
 /// Reaction time after a transient at `t_switch`: cycles from the switch until the first window
-/// whose throughput is back at ≥ 90 % of the offered load, searched after the lowest window
-/// following the switch (0 if throughput never fell below that level; `None` if it never
-/// recovered).
+/// whose throughput is back at ≥ 90 % of the final level (the mean of the last quarter of the
+/// windows after the switch), searched from the lowest window after the switch; 0 if throughput
+/// never fell below that level, `None` if it never came back.
 pub fn reaction_cycles(r: &LoadResult, cfg: &SimConfig, t_switch: u64) -> Option<u64> {
     let w = cfg.window_cycles;
     let first = usize::try_from(t_switch.div_ceil(w)).ok()?;
     let series = r.series_throughput.get(first..)?;
     // Ignore the last, partial window.
     let series = series.get(..series.len().saturating_sub(1))?;
-    let target = 0.9 * r.offered;
+    if series.is_empty() {
+        return None;
+    }
+    let tail = series.get(series.len() - series.len().div_ceil(4)..)?;
+    let target = 0.9 * tail.iter().sum::<f64>() / tail.len() as f64;
     if series.iter().all(|&x| x >= target) {
         return Some(0);
     }
@@ -198,6 +202,22 @@ pub fn reaction_cycles(r: &LoadResult, cfg: &SimConfig, t_switch: u64) -> Option
     Some(start.saturating_sub(t_switch))
 }
 
+/// The final throughput level after a transient (mean of the last quarter of the windows after
+/// `t_switch`).
+pub fn final_level(r: &LoadResult, cfg: &SimConfig, t_switch: u64) -> f64 {
+    let first = usize::try_from(t_switch.div_ceil(cfg.window_cycles)).unwrap_or(usize::MAX);
+    let series = r.series_throughput.get(first..).unwrap_or(&[]);
+    let series = series.get(..series.len().saturating_sub(1)).unwrap_or(&[]);
+    let tail = series
+        .get(series.len() - series.len().div_ceil(4)..)
+        .unwrap_or(&[]);
+    if tail.is_empty() {
+        f64::NAN
+    } else {
+        tail.iter().sum::<f64>() / tail.len() as f64
+    }
+}
+
 /// The CSV files of a sweep: `results.csv` (one row per load), `group0.csv` (per switch of
 /// group 0), `timeseries.csv` (throughput and mean P per window) and, for a transient,
 /// `reaction.csv`. Byte-identical for the same seed and configuration.
@@ -210,8 +230,9 @@ pub fn write_csvs(dir: &Path, cfg: &SimConfig, results: &[LoadResult]) -> std::i
     for r in results {
         let _ = writeln!(
             s,
-            "\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            cfg.topology,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            // Commas of the spec would split the column: `p=4;a=8;h=4`.
+            cfg.topology.to_string().replace(',', ";"),
             cfg.routing,
             cfg.traffic,
             f(r.offered),
@@ -252,14 +273,25 @@ pub fn write_csvs(dir: &Path, cfg: &SimConfig, results: &[LoadResult]) -> std::i
     }
     std::fs::write(dir.join("timeseries.csv"), s)?;
     if let Some((_, t)) = cfg.traffic.then {
-        let mut s = String::from("offered_load,switch_cycle,reaction_cycles,reaction_ns\n");
+        let mut s = String::from(
+            "offered_load,switch_cycle,final_throughput,reaction_cycles,reaction_ns\n",
+        );
         for r in results {
+            let fin = f(final_level(r, cfg, t));
             match reaction_cycles(r, cfg, t) {
                 Some(c) => {
-                    let _ = writeln!(s, "{},{},{},{}", f(r.offered), t, c, f(c as f64 * ns));
+                    let _ = writeln!(
+                        s,
+                        "{},{},{},{},{}",
+                        f(r.offered),
+                        t,
+                        fin,
+                        c,
+                        f(c as f64 * ns)
+                    );
                 }
                 None => {
-                    let _ = writeln!(s, "{},{},never,never", f(r.offered), t);
+                    let _ = writeln!(s, "{},{},{},never,never", f(r.offered), t, fin);
                 }
             }
         }

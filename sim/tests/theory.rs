@@ -3,6 +3,7 @@
 //! Fast tests run in debug (`cargo test`); the `#[ignore]` ones use the p=2, a=4, h=2 Dragonfly
 //! (72 hosts) and take a few seconds in release:
 //! `cargo test --release -p fabricflow-sim -- --ignored`.
+#![allow(clippy::panic)]
 
 use fabricflow_controller::TopologySpec;
 use fabricflow_sim::config::{Pattern, Routing, SimConfig, Traffic};
