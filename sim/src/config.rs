@@ -371,3 +371,43 @@ impl SimConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_modes_and_traffic() {
+        for r in Routing::ALL {
+            assert_eq!(r.to_string().parse::<Routing>().ok(), Some(r));
+        }
+        assert!("qcnsw".parse::<Routing>().is_err());
+        let t: Traffic = "uniform->adv+1@20000".parse().unwrap();
+        assert_eq!(t.first, Pattern::Uniform);
+        assert_eq!(t.then, Some((Pattern::Adv(1), 20_000)));
+        assert_eq!(t.at(19_999), Pattern::Uniform);
+        assert_eq!(t.at(20_000), Pattern::Adv(1));
+        assert_eq!(t.to_string(), "uniform->adv+1@20000");
+        assert_eq!("adv+4".parse::<Traffic>().unwrap().first, Pattern::Adv(4));
+        for bad in ["adv+0", "adv+x", "foo", "uniform->adv+1", "uniform->adv+1@x"] {
+            assert!(bad.parse::<Traffic>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn time_units() {
+        let c = SimConfig::default();
+        assert_eq!(c.packet_phits(), 8);
+        assert_eq!(c.cnm_phits(), 1);
+        assert!((c.ns_per_cycle() - 25.6).abs() < 1e-9);
+        assert_eq!(c.cycles(c.switch_latency_ns), 8);
+        assert_eq!(c.cycles(c.local_latency_ns), 2);
+        assert_eq!(c.cycles(c.global_latency_ns), 16);
+        assert!(c.validate().is_ok());
+        let bad = SimConfig {
+            out_phits: 4,
+            ..SimConfig::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+}
