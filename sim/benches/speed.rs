@@ -47,7 +47,7 @@ fn main() {
         sim.run(cycles);
         let rate = cycles as f64 / t.elapsed().as_secs_f64();
         println!(
-            "{:22} {:11} {:8} {:4.2}  {:7}  {:12.0}  {:6.1}x",
+            "{:22} {:11} {:8} {:4.2}  {:7}  {:25.0}  {:6.1}x",
             cfg.topology.to_string(),
             routing.to_string(),
             traffic.to_string(),

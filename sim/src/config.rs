@@ -389,7 +389,13 @@ mod tests {
         assert_eq!(t.at(20_000), Pattern::Adv(1));
         assert_eq!(t.to_string(), "uniform->adv+1@20000");
         assert_eq!("adv+4".parse::<Traffic>().unwrap().first, Pattern::Adv(4));
-        for bad in ["adv+0", "adv+x", "foo", "uniform->adv+1", "uniform->adv+1@x"] {
+        for bad in [
+            "adv+0",
+            "adv+x",
+            "foo",
+            "uniform->adv+1",
+            "uniform->adv+1@x",
+        ] {
             assert!(bad.parse::<Traffic>().is_err(), "{bad}");
         }
     }
