@@ -1,0 +1,419 @@
+//! Simulation parameters: routing modes, traffic patterns and the physical constants.
+//!
+//! # Time and phits
+//!
+//! One cycle is the time a link needs for one phit. The default phit is **128 octets**, so a
+//! 1 KB packet is 8 phits (FOGSim's default packet length) and, at 40 Gb/s, one cycle is 25.6 ns.
+//! Latencies given in nanoseconds are rounded to whole cycles (at least 1): 200 ns switch → 8,
+//! 40 ns local link → 2, 400 ns global link → 16. Every host injects at most one phit per cycle,
+//! so throughput in phits/node/cycle equals the fraction of injection bandwidth.
+
+use std::fmt;
+use std::str::FromStr;
+
+use fabricflow_agent::config::{CpConfig, PolicyConfig};
+use fabricflow_agent::policy::Variant;
+use fabricflow_controller::TopologySpec;
+
+/// Errors in a simulation spec.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("unknown routing mode {0:?}; expected minimal, valiant, ugal-l, pause, qcnsw-base, qcnsw-sp, qcnsw-fc or qcnsw-combined")]
+    Routing(String),
+    #[error("invalid traffic {0:?}; expected uniform, adv+K, hotspot or PATTERN->PATTERN@CYCLE")]
+    Traffic(String),
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// How packets are routed (decisions at injection, at the source switch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routing {
+    /// Minimal (local-global-local).
+    Minimal,
+    /// Valiant: a random intermediate group chosen at injection.
+    Valiant,
+    /// UGAL-L: minimal iff q_min·H_min ≤ q_nm·H_nm + threshold, local queues at injection.
+    UgalL,
+    /// Misroute at injection (another global port of the source switch) when the minimal output
+    /// has no credits or no output-queue space.
+    Pause,
+    /// QCN-SW with the agent's policy engine, the given variant.
+    QcnSw(Variant),
+}
+
+impl Routing {
+    /// Every mode, in the order of the reports.
+    pub const ALL: [Routing; 8] = [
+        Routing::Minimal,
+        Routing::Valiant,
+        Routing::UgalL,
+        Routing::Pause,
+        Routing::QcnSw(Variant::Base),
+        Routing::QcnSw(Variant::SourceProcessing),
+        Routing::QcnSw(Variant::FeedbackComparison),
+        Routing::QcnSw(Variant::Combined),
+    ];
+}
+
+impl FromStr for Routing {
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        Ok(match s {
+            "minimal" | "min" => Routing::Minimal,
+            "valiant" | "val" => Routing::Valiant,
+            "ugal-l" | "ugal" => Routing::UgalL,
+            "pause" => Routing::Pause,
+            "qcnsw-base" => Routing::QcnSw(Variant::Base),
+            "qcnsw-sp" => Routing::QcnSw(Variant::SourceProcessing),
+            "qcnsw-fc" => Routing::QcnSw(Variant::FeedbackComparison),
+            "qcnsw-combined" => Routing::QcnSw(Variant::Combined),
+            _ => return Err(SpecError::Routing(s.to_owned())),
+        })
+    }
+}
+
+impl fmt::Display for Routing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Routing::Minimal => "minimal",
+            Routing::Valiant => "valiant",
+            Routing::UgalL => "ugal-l",
+            Routing::Pause => "pause",
+            Routing::QcnSw(Variant::Base) => "qcnsw-base",
+            Routing::QcnSw(Variant::SourceProcessing) => "qcnsw-sp",
+            Routing::QcnSw(Variant::FeedbackComparison) => "qcnsw-fc",
+            Routing::QcnSw(Variant::Combined) => "qcnsw-combined",
+        })
+    }
+}
+
+/// A stationary destination pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    /// Uniformly random destination host (never the source).
+    Uniform,
+    /// ADV+K: a random host of group (G + K) mod g (Dragonfly only).
+    Adv(u32),
+    /// A fifth of the packets go to one of the hosts of switch 0; the rest uniform.
+    Hotspot,
+}
+
+impl FromStr for Pattern {
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        let bad = || SpecError::Traffic(s.to_owned());
+        match s {
+            "uniform" | "un" => Ok(Pattern::Uniform),
+            "hotspot" => Ok(Pattern::Hotspot),
+            _ => {
+                let k = s.strip_prefix("adv+").ok_or_else(bad)?;
+                let k: u32 = k.parse().map_err(|_| bad())?;
+                if k == 0 {
+                    return Err(bad());
+                }
+                Ok(Pattern::Adv(k))
+            }
+        }
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pattern::Uniform => f.write_str("uniform"),
+            Pattern::Adv(k) => write!(f, "adv+{k}"),
+            Pattern::Hotspot => f.write_str("hotspot"),
+        }
+    }
+}
+
+/// The traffic of a run: one pattern, or a change of pattern at a given cycle (transient).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Traffic {
+    pub first: Pattern,
+    /// `(pattern, cycle)`: from that cycle on, destinations follow `pattern`.
+    pub then: Option<(Pattern, u64)>,
+}
+
+impl Traffic {
+    /// A stationary pattern.
+    pub fn steady(p: Pattern) -> Self {
+        Traffic {
+            first: p,
+            then: None,
+        }
+    }
+    /// The pattern in force at `cycle`.
+    pub fn at(&self, cycle: u64) -> Pattern {
+        match self.then {
+            Some((p, t)) if cycle >= t => p,
+            _ => self.first,
+        }
+    }
+}
+
+impl FromStr for Traffic {
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        match s.split_once("->") {
+            None => Ok(Traffic::steady(s.parse()?)),
+            Some((a, rest)) => {
+                let (b, t) = rest
+                    .split_once('@')
+                    .ok_or_else(|| SpecError::Traffic(s.to_owned()))?;
+                let t: u64 = t.parse().map_err(|_| SpecError::Traffic(s.to_owned()))?;
+                Ok(Traffic {
+                    first: a.parse()?,
+                    then: Some((b.parse()?, t)),
+                })
+            }
+        }
+    }
+}
+
+impl fmt::Display for Traffic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.then {
+            None => write!(f, "{}", self.first),
+            Some((p, t)) => write!(f, "{}->{}@{}", self.first, p, t),
+        }
+    }
+}
+
+/// Which queues the QCN congestion points sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpQueue {
+    /// Every input port (host and fabric), Q = its occupancy over the data VCs (the seed's
+    /// setup: "QCN CP sampling at input queues").
+    Input,
+    /// Every fabric output port, Q = its output-queue occupancy over the data VCs.
+    Output,
+}
+
+impl FromStr for CpQueue {
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        match s {
+            "input" => Ok(CpQueue::Input),
+            "output" => Ok(CpQueue::Output),
+            _ => Err(SpecError::Invalid(format!(
+                "cp queue {s:?}: expected input or output"
+            ))),
+        }
+    }
+}
+
+/// Everything one simulation run needs.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub topology: TopologySpec,
+    pub routing: Routing,
+    pub traffic: Traffic,
+    /// Offered load, fraction of injection bandwidth (phits/node/cycle).
+    pub load: f64,
+    pub warmup_cycles: u64,
+    pub measure_cycles: u64,
+    pub seed: u64,
+    /// Octets per phit (one cycle of a link).
+    pub phit_bytes: u32,
+    /// Data packet size, octets (rounded up to whole phits).
+    pub packet_bytes: u32,
+    /// CNM size on the wire, octets (64: the 60-octet minimum frame + FCS).
+    pub cnm_bytes: u32,
+    pub link_gbps: f64,
+    pub switch_latency_ns: f64,
+    pub local_latency_ns: f64,
+    pub global_latency_ns: f64,
+    /// Host link latency (host ↔ its switch).
+    pub host_latency_ns: f64,
+    /// Data virtual channels (hop phases). Dragonfly needs 3 (Valiant: l g l g l); the CNM class
+    /// is one more, so the default is the seed's 4 classes of service.
+    pub data_vcs: usize,
+    /// Input buffer per data VC, phits, on local/fat-tree fabric ports.
+    pub in_local_phits: u32,
+    /// Input buffer per data VC, phits, on global ports.
+    pub in_global_phits: u32,
+    /// Input buffer per data VC, phits, on host ports.
+    pub in_host_phits: u32,
+    /// Output buffer per data VC, phits.
+    pub out_phits: u32,
+    /// Input and output buffer of the CNM class, phits.
+    pub cnm_buffer_phits: u32,
+    /// Crossbar speedup (a packet crosses in ceil(len / speedup) cycles).
+    pub speedup: u32,
+    /// UGAL-L threshold, in queue-phits·hops.
+    pub ugal_threshold: f64,
+    pub cp_queue: CpQueue,
+    pub cp: CpConfig,
+    pub policy: PolicyConfig,
+    /// Width of the throughput-over-time windows, cycles.
+    pub window_cycles: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            topology: TopologySpec::Dragonfly { p: 4, a: 8, h: 4 },
+            routing: Routing::Minimal,
+            traffic: Traffic::steady(Pattern::Uniform),
+            load: 0.1,
+            warmup_cycles: 10_000,
+            measure_cycles: 10_000,
+            seed: 1,
+            phit_bytes: 128,
+            packet_bytes: 1024,
+            cnm_bytes: 64,
+            link_gbps: 40.0,
+            switch_latency_ns: 200.0,
+            local_latency_ns: 40.0,
+            global_latency_ns: 400.0,
+            host_latency_ns: 40.0,
+            data_vcs: 3,
+            in_local_phits: 32,
+            in_global_phits: 256,
+            in_host_phits: 32,
+            out_phits: 32,
+            cnm_buffer_phits: 16,
+            speedup: 2,
+            ugal_threshold: 0.0,
+            cp_queue: CpQueue::Input,
+            // Scaled to the buffers (QCN.md: the 802.1Qau octet values exceed a 4 KB VC buffer):
+            // Qeq at 3/4 of a 4 KB VC input buffer, sampling base scaled like Qeq (150 000 ·
+            // 3 072 / 26 000 ≈ 18 000). Chosen by the sensitivity sweep (sim/README.md).
+            cp: CpConfig {
+                qeq_bytes: 3_072,
+                sampling_base_bytes: 18_000,
+                ..CpConfig::default()
+            },
+            policy: PolicyConfig::default(),
+            window_cycles: 200,
+        }
+    }
+}
+
+impl SimConfig {
+    /// Nanoseconds per cycle.
+    pub fn ns_per_cycle(&self) -> f64 {
+        f64::from(self.phit_bytes) * 8.0 / self.link_gbps
+    }
+    /// A latency in cycles (rounded, at least 1).
+    pub fn cycles(&self, ns: f64) -> u64 {
+        let c = (ns / self.ns_per_cycle()).round();
+        if c.is_finite() && c >= 1.0 {
+            c as u64
+        } else {
+            1
+        }
+    }
+    /// Phits of a data packet.
+    pub fn packet_phits(&self) -> u32 {
+        self.packet_bytes.div_ceil(self.phit_bytes.max(1)).max(1)
+    }
+    /// Phits of a CNM.
+    pub fn cnm_phits(&self) -> u32 {
+        self.cnm_bytes.div_ceil(self.phit_bytes.max(1)).max(1)
+    }
+    /// Checks the ranges the engine relies on.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let bad = |m: &str| Err(SpecError::Invalid(m.to_owned()));
+        if !(0.0..=1.0).contains(&self.load) {
+            return bad("load must be in [0, 1]");
+        }
+        if self.phit_bytes == 0 || self.link_gbps.is_nan() || self.link_gbps <= 0.0 {
+            return bad("phit size and link rate must be positive");
+        }
+        if self.data_vcs == 0 || self.data_vcs > 8 {
+            return bad("data VCs must be 1..=8");
+        }
+        if self.speedup == 0 {
+            return bad("speedup must be ≥ 1");
+        }
+        let len = self.packet_phits();
+        if len > 4096 {
+            return bad("packets above 4096 phits are not supported");
+        }
+        for b in [
+            self.in_local_phits,
+            self.in_global_phits,
+            self.in_host_phits,
+            self.out_phits,
+        ] {
+            if b < len {
+                return bad("every data buffer must hold at least one packet");
+            }
+        }
+        if self.cnm_buffer_phits < self.cnm_phits() {
+            return bad("the CNM buffer must hold at least one CNM");
+        }
+        let max = [
+            self.switch_latency_ns,
+            self.local_latency_ns,
+            self.global_latency_ns,
+            self.host_latency_ns,
+        ]
+        .iter()
+        .map(|&ns| self.cycles(ns))
+        .max()
+        .unwrap_or(1);
+        if max + u64::from(len) >= 2048 {
+            return bad("latencies above ~2000 cycles are not supported");
+        }
+        if self.window_cycles == 0 {
+            return bad("window must be ≥ 1 cycle");
+        }
+        self.cp
+            .validate()
+            .map_err(|e| SpecError::Invalid(e.to_string()))?;
+        self.policy
+            .validate()
+            .map_err(|e| SpecError::Invalid(e.to_string()))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_modes_and_traffic() {
+        for r in Routing::ALL {
+            assert_eq!(r.to_string().parse::<Routing>().ok(), Some(r));
+        }
+        assert!("qcnsw".parse::<Routing>().is_err());
+        let t: Traffic = "uniform->adv+1@20000".parse().unwrap();
+        assert_eq!(t.first, Pattern::Uniform);
+        assert_eq!(t.then, Some((Pattern::Adv(1), 20_000)));
+        assert_eq!(t.at(19_999), Pattern::Uniform);
+        assert_eq!(t.at(20_000), Pattern::Adv(1));
+        assert_eq!(t.to_string(), "uniform->adv+1@20000");
+        assert_eq!("adv+4".parse::<Traffic>().unwrap().first, Pattern::Adv(4));
+        for bad in [
+            "adv+0",
+            "adv+x",
+            "foo",
+            "uniform->adv+1",
+            "uniform->adv+1@x",
+        ] {
+            assert!(bad.parse::<Traffic>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn time_units() {
+        let c = SimConfig::default();
+        assert_eq!(c.packet_phits(), 8);
+        assert_eq!(c.cnm_phits(), 1);
+        assert!((c.ns_per_cycle() - 25.6).abs() < 1e-9);
+        assert_eq!(c.cycles(c.switch_latency_ns), 8);
+        assert_eq!(c.cycles(c.local_latency_ns), 2);
+        assert_eq!(c.cycles(c.global_latency_ns), 16);
+        assert!(c.validate().is_ok());
+        let bad = SimConfig {
+            out_phits: 4,
+            ..SimConfig::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+}

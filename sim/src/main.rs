@@ -1,0 +1,235 @@
+//! `fabricflow-sim`: simulate one load or a sweep of loads and write CSVs and plots.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use fabricflow_controller::TopologySpec;
+use fabricflow_sim::config::{CpQueue, Routing, SimConfig, Traffic};
+use fabricflow_sim::run::{loads, reaction_cycles, sweep, write_csvs};
+
+/// Packet-level simulation of a Dragonfly or fat-tree fabric with minimal, Valiant, UGAL-L,
+/// PAUSE or QCN-SW routing.
+#[derive(Debug, Parser)]
+#[command(name = "fabricflow-sim", version)]
+struct Cli {
+    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+    #[arg(long, default_value = "dragonfly:p=4,a=8,h=4")]
+    topology: TopologySpec,
+    /// minimal | valiant | ugal-l | pause | qcnsw-base | qcnsw-sp | qcnsw-fc | qcnsw-combined
+    #[arg(long, default_value = "minimal")]
+    routing: Routing,
+    /// uniform | adv+K | hotspot | A->B@CYCLE (e.g. uniform->adv+1@20000)
+    #[arg(long, default_value = "uniform")]
+    traffic: Traffic,
+    /// One offered load (fraction of injection bandwidth).
+    #[arg(long, conflicts_with = "sweep")]
+    load: Option<f64>,
+    /// Loads FROM:TO:STEP.
+    #[arg(long)]
+    sweep: Option<String>,
+    #[arg(long, default_value_t = 10_000)]
+    warmup: u64,
+    #[arg(long, default_value_t = 10_000)]
+    measure: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Worker threads (loads run in parallel); capped at the available cores.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Output directory.
+    #[arg(long)]
+    out: PathBuf,
+    /// Do not run the matplotlib script.
+    #[arg(long)]
+    no_plot: bool,
+    /// Throughput-over-time window, cycles.
+    #[arg(long, default_value_t = 200)]
+    window: u64,
+    /// Octets per phit (cycle).
+    #[arg(long, default_value_t = 128)]
+    phit_bytes: u32,
+    #[arg(long, default_value_t = 1024)]
+    packet_bytes: u32,
+    #[arg(long, default_value_t = 40.0)]
+    link_gbps: f64,
+    #[arg(long, default_value_t = 200.0)]
+    switch_latency_ns: f64,
+    #[arg(long, default_value_t = 40.0)]
+    local_latency_ns: f64,
+    #[arg(long, default_value_t = 400.0)]
+    global_latency_ns: f64,
+    /// Input buffer per data VC (phits): local, global, host ports.
+    #[arg(long, default_value_t = 32)]
+    in_local: u32,
+    #[arg(long, default_value_t = 256)]
+    in_global: u32,
+    #[arg(long, default_value_t = 32)]
+    in_host: u32,
+    /// Output buffer per data VC (phits).
+    #[arg(long, default_value_t = 32)]
+    out_buffer: u32,
+    #[arg(long, default_value_t = 2)]
+    speedup: u32,
+    #[arg(long, default_value_t = 0.0)]
+    ugal_threshold: f64,
+    /// QCN CP: input | output queues.
+    #[arg(long, default_value = "input")]
+    cp_queue: CpQueue,
+    #[arg(long)]
+    qeq_bytes: Option<u64>,
+    #[arg(long)]
+    cp_sampling_bytes: Option<u64>,
+    /// QCN-SW increase step (percentage points).
+    #[arg(long)]
+    qcn_step: Option<f64>,
+    /// QCN-SW Gd.
+    #[arg(long)]
+    qcn_gd: Option<f64>,
+    /// QCN-SW byte limit per increase.
+    #[arg(long)]
+    qcn_byte_limit: Option<u64>,
+    /// QCN-SW floor of P (percent).
+    #[arg(long)]
+    qcn_pmin: Option<f64>,
+}
+
+fn config(cli: &Cli) -> SimConfig {
+    let mut c = SimConfig {
+        topology: cli.topology.clone(),
+        routing: cli.routing,
+        traffic: cli.traffic,
+        warmup_cycles: cli.warmup,
+        measure_cycles: cli.measure,
+        seed: cli.seed,
+        phit_bytes: cli.phit_bytes,
+        packet_bytes: cli.packet_bytes,
+        link_gbps: cli.link_gbps,
+        switch_latency_ns: cli.switch_latency_ns,
+        local_latency_ns: cli.local_latency_ns,
+        global_latency_ns: cli.global_latency_ns,
+        in_local_phits: cli.in_local,
+        in_global_phits: cli.in_global,
+        in_host_phits: cli.in_host,
+        out_phits: cli.out_buffer,
+        speedup: cli.speedup,
+        ugal_threshold: cli.ugal_threshold,
+        cp_queue: cli.cp_queue,
+        window_cycles: cli.window,
+        ..SimConfig::default()
+    };
+    if let Some(x) = cli.qeq_bytes {
+        c.cp.qeq_bytes = x;
+    }
+    if let Some(x) = cli.cp_sampling_bytes {
+        c.cp.sampling_base_bytes = x;
+    }
+    if let Some(x) = cli.qcn_step {
+        c.policy.increase_step_percent = x;
+    }
+    if let Some(x) = cli.qcn_gd {
+        c.policy.gd = x;
+    }
+    if let Some(x) = cli.qcn_byte_limit {
+        c.policy.byte_limit_bytes = x;
+    }
+    if let Some(x) = cli.qcn_pmin {
+        c.policy.p_min_percent = x;
+    }
+    c
+}
+
+fn plot(dir: &Path) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("plots/plot.py");
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() || !script.exists() {
+        eprintln!("plots skipped: no /usr/bin/python3 or {}", script.display());
+        return;
+    }
+    match std::process::Command::new(python)
+        .arg(&script)
+        .arg(dir)
+        .status()
+    {
+        Ok(s) if s.success() => {}
+        Ok(s) => eprintln!("plot script failed: {s}"),
+        Err(e) => eprintln!("plot script not run: {e}"),
+    }
+}
+
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fabricflow-sim: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let cfg = config(&cli);
+    let ls = match (&cli.load, &cli.sweep) {
+        (Some(l), None) => vec![*l],
+        (None, Some(s)) => {
+            let parts: Vec<f64> = s
+                .split(':')
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .with_context(|| format!("--sweep {s:?}: expected FROM:TO:STEP"))?;
+            let [a, b, st] = parts.as_slice() else {
+                bail!("--sweep {s:?}: expected FROM:TO:STEP");
+            };
+            loads(*a, *b, *st)
+        }
+        _ => bail!("give --load L or --sweep FROM:TO:STEP"),
+    };
+    cfg.validate()?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cli.threads.clamp(1, cores);
+    let bar = indicatif::ProgressBar::new(ls.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} loads")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let results = sweep(&cfg, &ls, threads, &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    write_csvs(&cli.out, &cfg, &results)
+        .with_context(|| format!("writing {}", cli.out.display()))?;
+    println!(
+        "{} {} {}  (cycle = {:.2} ns, packet = {} phits)",
+        cfg.topology,
+        cfg.routing,
+        cfg.traffic,
+        cfg.ns_per_cycle(),
+        cfg.packet_phits()
+    );
+    println!("load   accepted  avg_lat  p99_lat  nonmin  cycles/s");
+    for r in &results {
+        print!(
+            "{:.3}  {:.4}    {:7.1}  {:7.1}  {:.3}  {:.0}",
+            r.offered,
+            r.accepted,
+            r.avg_latency_cycles,
+            r.p99_latency_cycles,
+            r.nonminimal_fraction,
+            r.cycles as f64 / r.wall_secs.max(1e-9)
+        );
+        if let Some((_, t)) = cfg.traffic.then {
+            match reaction_cycles(r, &cfg, t) {
+                Some(c) => print!(
+                    "  reaction {c} cycles ({:.0} ns)",
+                    c as f64 * cfg.ns_per_cycle()
+                ),
+                None => print!("  reaction: never"),
+            }
+        }
+        println!();
+    }
+    if !cli.no_plot {
+        plot(&cli.out);
+    }
+    Ok(())
+}

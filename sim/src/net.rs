@@ -1,0 +1,1231 @@
+//! The packet-level engine: input-output-queued virtual cut-through switches, credit-based
+//! lossless links with virtual channels, hosts with Bernoulli sources, QCN congestion points and
+//! one unchanged agent [`Policy`] per switch.
+//!
+//! # Model (per cycle, in this order)
+//! 1. Events due now: packet heads arriving at input buffers, credits returning, packets ejected
+//!    at hosts, packet generation.
+//! 2. For every switch with work: (a) each free output link sends the head packet of one VC that
+//!    has enough downstream credits (CNM class first, then data VCs round robin); (b) each free
+//!    input port moves the head packet of one VC (CNM first, then data VCs from the highest hop
+//!    phase down) across the crossbar into its output queue when the output's crossbar port is
+//!    free and the output VC has room; (c) each host link injects the oldest queued packet when
+//!    the switch's host input buffer has credits.
+//!
+//! Timing: a head arriving at cycle t may cross the crossbar from t + switch latency; crossing
+//! takes ceil(len / speedup) cycles; the link is busy `len` cycles per packet and the head
+//! reaches the next switch one link latency after it starts (cut-through: rates are equal, so the
+//! tail follows). Input space is returned as a credit one link latency after the packet has
+//! crossed; output space is freed when the packet starts on the link.
+//!
+//! Virtual channels (Dragonfly): a packet's VC on every hop is its number of global hops so far
+//! (0, 1, 2), so local → global → local chains only climb and the channel dependency graph is
+//! acyclic for minimal (l g l), QCN-SW/PAUSE non-minimal (g l g l) and Valiant (l g l g l).
+//! Fat-trees use VC 0 (up*/down* is deadlock-free). CNMs use their own class (the last VC) with
+//! priority; a CNM that finds no room in its class at the congestion point is dropped (QCN
+//! messages are advisory) and counted.
+
+use std::collections::VecDeque;
+
+use fabricflow_agent::cp::CongestionPoint;
+use fabricflow_agent::policy::{Effects, Event, Policy};
+use fabricflow_controller::topology::dragonfly::Dragonfly;
+use fabricflow_controller::topology::{Fabric, FabricKind, Peer, PortRole};
+use fabricflow_controller::Routes;
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::config::{CpQueue, Pattern, Routing, SimConfig, SpecError};
+
+const NONE: u32 = u32::MAX;
+/// Event wheel size (cycles); the configuration keeps every delay below it.
+const WHEEL: usize = 4096;
+
+#[derive(Debug, Clone, Copy)]
+struct Pkt {
+    gen: u64,
+    ready: u64,
+    dst_host: u32,
+    src_sw: u32,
+    dst_sw: u32,
+    /// Intermediate group still to reach (Valiant, UGAL-L non-minimal), or NONE.
+    via: u32,
+    /// Output port forced at the source switch (QCN-SW, PAUSE non-minimal), or NONE.
+    forced: u32,
+    /// Cached output port at the current switch, or NONE.
+    route: u32,
+    /// CNM: port of the target switch the CNM is charged to.
+    cnm_port: u32,
+    len: u16,
+    ghops: u8,
+    cnm: bool,
+    cnm_fb: u8,
+    decided: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    Head { gp: u32, v: u8, pkt: u32 },
+    Credit { gp: u32, v: u8, len: u16 },
+    HostCredit { host: u32, len: u16 },
+    Eject { pkt: u32 },
+    Gen { host: u32 },
+}
+
+/// Counters and samples of one run.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Phits delivered inside the measurement window.
+    pub delivered_phits: u64,
+    /// Packets delivered inside the measurement window.
+    pub delivered_pkts: u64,
+    /// Latencies (generation → tail at the destination host), cycles, of those packets.
+    pub latencies: Vec<u32>,
+    /// Phits delivered inside the window, by source switch.
+    pub per_src_switch: Vec<u64>,
+    /// Phits delivered per time window (whole run).
+    pub series_phits: Vec<u64>,
+    /// Mean P over every policy port at the end of each time window (QCN-SW modes).
+    pub series_p: Vec<f64>,
+    /// Inter-group data packets leaving their source switch, and how many went non-minimally.
+    pub inter_injected: u64,
+    pub inter_nonminimal: u64,
+    pub cnm_generated: u64,
+    pub cnm_to_self: u64,
+    pub cnm_delivered: u64,
+    pub cnm_dropped: u64,
+}
+
+/// One simulation.
+#[derive(Debug)]
+pub struct Sim {
+    cfg: SimConfig,
+    nv: usize,
+    ndata: usize,
+    cnm_vc: usize,
+    len: u32,
+    cnm_len: u32,
+    sw_lat: u64,
+    xfer: u64,
+    routes: Routes,
+    df: Option<Dragonfly>,
+    ngroups: u32,
+    // Topology, flattened. A "gp" is a global port index: switch base + position in its ports.
+    sw_base: Vec<u32>,
+    pno_base: Vec<u32>,
+    pno_gp: Vec<u32>,
+    sw_group: Vec<u32>,
+    sw_idx: Vec<u32>,
+    sw_hosts: Vec<Vec<u32>>,
+    sw_globals: Vec<Vec<u32>>,
+    group_hosts: Vec<Vec<u32>>,
+    gp_sw: Vec<u32>,
+    gp_pno: Vec<u32>,
+    gp_global: Vec<bool>,
+    gp_peer: Vec<u32>,
+    gp_host: Vec<u32>,
+    gp_lat: Vec<u64>,
+    gp_incap: Vec<u32>,
+    host_sw: Vec<u32>,
+    host_gp: Vec<u32>,
+    // Switch state.
+    in_q: Vec<VecDeque<u32>>,
+    in_occ: Vec<u32>,
+    in_data: Vec<u32>,
+    in_busy: Vec<u64>,
+    out_q: Vec<VecDeque<u32>>,
+    out_occ: Vec<u32>,
+    out_data: Vec<u32>,
+    credits: Vec<u32>,
+    link_busy: Vec<u64>,
+    xbar_busy: Vec<u64>,
+    out_rr: Vec<u8>,
+    sw_load: Vec<u32>,
+    sw_pending: Vec<u32>,
+    sw_rr: Vec<u32>,
+    // Hosts.
+    host_q: Vec<VecDeque<(u64, u32)>>,
+    host_credit: Vec<u32>,
+    host_busy: Vec<u64>,
+    host_next: Vec<u64>,
+    gen_p: f64,
+    // Packets and time.
+    pkts: Vec<Pkt>,
+    free: Vec<u32>,
+    wheel: Vec<Vec<Ev>>,
+    now: u64,
+    rng: ChaCha8Rng,
+    // QCN-SW.
+    policies: Vec<Policy>,
+    cps: Vec<CongestionPoint>,
+    effects: Effects,
+    ns_per_cycle: f64,
+    /// Results so far.
+    pub stats: Stats,
+}
+
+impl Sim {
+    /// Builds the fabric of `cfg.topology` and an idle network.
+    pub fn new(cfg: SimConfig) -> Result<Sim, SpecError> {
+        cfg.validate()?;
+        let fabric = cfg
+            .topology
+            .build()
+            .map_err(|e| SpecError::Invalid(e.to_string()))?;
+        Sim::with_fabric(cfg, &fabric)
+    }
+
+    /// An idle network on `fabric`.
+    pub fn with_fabric(cfg: SimConfig, fabric: &Fabric) -> Result<Sim, SpecError> {
+        cfg.validate()?;
+        let df = match fabric.kind() {
+            FabricKind::Dragonfly { p, a, h } => {
+                Some(Dragonfly::new(p, a, h).map_err(|e| SpecError::Invalid(e.to_string()))?)
+            }
+            _ => None,
+        };
+        if df.is_none() && cfg.routing != Routing::Minimal {
+            return Err(SpecError::Invalid(format!(
+                "routing {} needs a Dragonfly",
+                cfg.routing
+            )));
+        }
+        if df.is_some() && cfg.data_vcs < 3 && cfg.routing != Routing::Minimal {
+            return Err(SpecError::Invalid(
+                "non-minimal Dragonfly routing needs 3 data VCs (l g l g l)".into(),
+            ));
+        }
+        let routes = Routes::compute(fabric, &Default::default());
+        let ndata = cfg.data_vcs;
+        let nv = ndata + 1;
+        let sws = fabric.switches();
+        let nsw = sws.len();
+        let mut sw_base = Vec::with_capacity(nsw + 1);
+        let mut pno_base = Vec::with_capacity(nsw + 1);
+        let mut pno_gp = Vec::new();
+        let mut gp_sw = Vec::new();
+        let mut gp_pno = Vec::new();
+        let mut gp_global = Vec::new();
+        let mut gp_role = Vec::new();
+        let mut sw_group = Vec::with_capacity(nsw);
+        let mut sw_idx = Vec::with_capacity(nsw);
+        let mut total = 0u32;
+        for (s, sw) in sws.iter().enumerate() {
+            sw_base.push(total);
+            pno_base.push(u32::try_from(pno_gp.len()).unwrap_or(NONE));
+            let max = sw.ports.iter().map(|p| p.no).max().unwrap_or(0) as usize;
+            let start = pno_gp.len();
+            pno_gp.resize(start + max + 1, NONE);
+            for (i, p) in sw.ports.iter().enumerate() {
+                let gp = total + u32::try_from(i).unwrap_or(NONE);
+                if let Some(slot) = pno_gp.get_mut(start + p.no as usize) {
+                    *slot = gp;
+                }
+                gp_sw.push(u32::try_from(s).unwrap_or(NONE));
+                gp_pno.push(p.no);
+                gp_global.push(p.role == PortRole::Global);
+                gp_role.push(p.role);
+            }
+            total += u32::try_from(sw.ports.len()).unwrap_or(0);
+            sw_group.push(sw.group.map_or(NONE, u32::from));
+            sw_idx.push(u32::from(sw.index));
+        }
+        sw_base.push(total);
+        pno_base.push(u32::try_from(pno_gp.len()).unwrap_or(NONE));
+        let ngp = total as usize;
+        let mut sim_gp_peer = vec![NONE; ngp];
+        let mut gp_host = vec![NONE; ngp];
+        let (local, global, host) = (
+            cfg.cycles(cfg.local_latency_ns),
+            cfg.cycles(cfg.global_latency_ns),
+            cfg.cycles(cfg.host_latency_ns),
+        );
+        let mut gp_lat = vec![local; ngp];
+        let mut gp_incap = vec![cfg.in_local_phits; ngp];
+        let gp_at = |sw_base: &[u32], pno_base: &[u32], pno_gp: &[u32], s: usize, no: u32| {
+            let _ = sw_base;
+            pno_base
+                .get(s)
+                .and_then(|&b| pno_gp.get(b as usize + no as usize))
+                .copied()
+                .unwrap_or(NONE)
+        };
+        for (s, sw) in sws.iter().enumerate() {
+            for p in &sw.ports {
+                let gp = gp_at(&sw_base, &pno_base, &pno_gp, s, p.no) as usize;
+                match p.peer {
+                    Peer::Host(h) => {
+                        if let Some(x) = gp_host.get_mut(gp) {
+                            *x = u32::try_from(h).unwrap_or(NONE);
+                        }
+                        if let Some(x) = gp_lat.get_mut(gp) {
+                            *x = host;
+                        }
+                        if let Some(x) = gp_incap.get_mut(gp) {
+                            *x = cfg.in_host_phits;
+                        }
+                    }
+                    Peer::Switch { switch, port } => {
+                        let peer = gp_at(&sw_base, &pno_base, &pno_gp, switch, port);
+                        if let Some(x) = sim_gp_peer.get_mut(gp) {
+                            *x = peer;
+                        }
+                        if p.role == PortRole::Global {
+                            if let Some(x) = gp_lat.get_mut(gp) {
+                                *x = global;
+                            }
+                            if let Some(x) = gp_incap.get_mut(gp) {
+                                *x = cfg.in_global_phits;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let nh = fabric.hosts().len();
+        let mut host_sw = Vec::with_capacity(nh);
+        let mut host_gp = Vec::with_capacity(nh);
+        let mut sw_hosts = vec![Vec::new(); nsw];
+        let ngroups = match df {
+            Some(d) => d.groups(),
+            None => sw_group
+                .iter()
+                .filter(|&&g| g != NONE)
+                .max()
+                .map_or(1, |g| g + 1),
+        };
+        let mut group_hosts = vec![Vec::new(); ngroups as usize];
+        for (h, host) in fabric.hosts().iter().enumerate() {
+            let hid = u32::try_from(h).unwrap_or(NONE);
+            host_sw.push(u32::try_from(host.switch).unwrap_or(NONE));
+            host_gp.push(gp_at(&sw_base, &pno_base, &pno_gp, host.switch, host.port));
+            if let Some(v) = sw_hosts.get_mut(host.switch) {
+                v.push(hid);
+            }
+            let g = sw_group.get(host.switch).copied().unwrap_or(NONE);
+            if let Some(v) = group_hosts.get_mut(g as usize) {
+                v.push(hid);
+            }
+        }
+        let sw_globals: Vec<Vec<u32>> = (0..nsw)
+            .map(|s| {
+                let (b, e) = (
+                    sw_base.get(s).copied().unwrap_or(0),
+                    sw_base.get(s + 1).copied().unwrap_or(0),
+                );
+                (b..e)
+                    .filter(|&gp| gp_global.get(gp as usize) == Some(&true))
+                    .collect()
+            })
+            .collect();
+        let len = cfg.packet_phits();
+        let cnm_len = cfg.cnm_phits();
+        let mut credits = vec![0u32; ngp * nv];
+        for gp in 0..ngp {
+            let peer = sim_gp_peer.get(gp).copied().unwrap_or(NONE);
+            if peer == NONE {
+                continue;
+            }
+            let cap = gp_incap.get(peer as usize).copied().unwrap_or(0);
+            for v in 0..nv {
+                if let Some(c) = credits.get_mut(gp * nv + v) {
+                    *c = if v == ndata {
+                        cfg.cnm_buffer_phits
+                    } else {
+                        cap
+                    };
+                }
+            }
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let qcn = matches!(cfg.routing, Routing::QcnSw(_));
+        let mut policies = Vec::new();
+        let mut cps = Vec::new();
+        if qcn {
+            let mut pcfg = cfg.policy.clone();
+            if let Routing::QcnSw(v) = cfg.routing {
+                pcfg.variant = v;
+            }
+            for sw in sws {
+                policies.push(
+                    Policy::new(pcfg.clone(), sw.fabric_ports().map(|p| p.no))
+                        .map_err(|e| SpecError::Invalid(e.to_string()))?,
+                );
+            }
+            for _ in 0..ngp {
+                cps.push(
+                    CongestionPoint::new(cfg.cp.clone(), rng.next_u32())
+                        .map_err(|e| SpecError::Invalid(e.to_string()))?,
+                );
+            }
+        }
+        let gen_p = cfg.load / f64::from(len);
+        let total_cycles = cfg.warmup_cycles + cfg.measure_cycles;
+        let nwin = (total_cycles / cfg.window_cycles + 1) as usize;
+        let sw_lat = cfg.cycles(cfg.switch_latency_ns);
+        let xfer = u64::from(len.div_ceil(cfg.speedup));
+        let ns_per_cycle = cfg.ns_per_cycle();
+        let mut sim = Sim {
+            nv,
+            ndata,
+            cnm_vc: ndata,
+            len,
+            cnm_len,
+            sw_lat,
+            xfer,
+            routes,
+            df,
+            ngroups,
+            sw_base,
+            pno_base,
+            pno_gp,
+            sw_group,
+            sw_idx,
+            sw_hosts,
+            sw_globals,
+            group_hosts,
+            gp_sw,
+            gp_pno,
+            gp_global,
+            gp_peer: sim_gp_peer,
+            gp_host,
+            gp_lat,
+            gp_incap,
+            host_sw,
+            host_gp,
+            in_q: vec![VecDeque::new(); ngp * nv],
+            in_occ: vec![0; ngp * nv],
+            in_data: vec![0; ngp],
+            in_busy: vec![0; ngp],
+            out_q: vec![VecDeque::new(); ngp * nv],
+            out_occ: vec![0; ngp * nv],
+            out_data: vec![0; ngp],
+            credits,
+            link_busy: vec![0; ngp],
+            xbar_busy: vec![0; ngp],
+            out_rr: vec![0; ngp],
+            sw_load: vec![0; nsw],
+            sw_pending: vec![0; nsw],
+            sw_rr: vec![0; nsw],
+            host_q: vec![VecDeque::new(); nh],
+            host_credit: vec![cfg.in_host_phits; nh],
+            host_busy: vec![0; nh],
+            host_next: vec![u64::MAX; nh],
+            gen_p,
+            pkts: Vec::new(),
+            free: Vec::new(),
+            wheel: vec![Vec::new(); WHEEL],
+            now: 0,
+            rng,
+            policies,
+            cps,
+            effects: Effects::new(),
+            ns_per_cycle,
+            stats: Stats {
+                per_src_switch: vec![0; nsw],
+                series_phits: vec![0; nwin],
+                ..Stats::default()
+            },
+            cfg,
+        };
+        for h in 0..nh {
+            let gap = sim.gap();
+            if gap != u64::MAX {
+                if let Some(n) = sim.host_next.get_mut(h) {
+                    *n = gap;
+                }
+                let hid = u32::try_from(h).unwrap_or(NONE);
+                sim.schedule(gap.min(WHEEL as u64 - 1), Ev::Gen { host: hid });
+            }
+        }
+        Ok(sim)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    /// Current cycle.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Number of switches.
+    pub fn switches(&self) -> usize {
+        self.sw_load.len()
+    }
+
+    /// Group of a switch (`None` outside groups).
+    pub fn group_of(&self, s: usize) -> Option<u32> {
+        self.sw_group.get(s).copied().filter(|&g| g != NONE)
+    }
+
+    /// Hosts attached to switch `s`.
+    pub fn hosts_of(&self, s: usize) -> usize {
+        self.sw_hosts.get(s).map_or(0, Vec::len)
+    }
+
+    /// Number of hosts.
+    pub fn hosts(&self) -> usize {
+        self.host_sw.len()
+    }
+
+    /// The policy of switch `s` (QCN-SW modes).
+    pub fn policy(&self, s: usize) -> Option<&Policy> {
+        self.policies.get(s)
+    }
+
+    /// Runs `cycles` cycles.
+    pub fn run(&mut self, cycles: u64) {
+        for _ in 0..cycles {
+            self.step();
+        }
+    }
+
+    /// Cycles until the next generation at the offered load (geometric, Bernoulli per cycle).
+    fn gap(&mut self) -> u64 {
+        if self.gen_p <= 0.0 {
+            return u64::MAX;
+        }
+        if self.gen_p >= 1.0 {
+            return 1;
+        }
+        let u: f64 = self.rng.gen();
+        let g = ((1.0 - u).ln() / (1.0 - self.gen_p).ln()).floor();
+        if (0.0..1e15).contains(&g) {
+            g as u64 + 1
+        } else {
+            u64::MAX
+        }
+    }
+
+    fn schedule(&mut self, delay: u64, ev: Ev) {
+        let slot = ((self.now + delay) as usize) & (WHEEL - 1);
+        if let Some(b) = self.wheel.get_mut(slot) {
+            b.push(ev);
+        }
+    }
+
+    fn alloc(&mut self, p: Pkt) -> u32 {
+        if let Some(id) = self.free.pop() {
+            if let Some(x) = self.pkts.get_mut(id as usize) {
+                *x = p;
+            }
+            id
+        } else {
+            self.pkts.push(p);
+            u32::try_from(self.pkts.len() - 1).unwrap_or(NONE)
+        }
+    }
+
+    fn gp_of(&self, s: u32, pno: u32) -> u32 {
+        self.pno_base
+            .get(s as usize)
+            .and_then(|&b| self.pno_gp.get(b as usize + pno as usize))
+            .copied()
+            .unwrap_or(NONE)
+    }
+
+    fn minimal_gp(&self, s: u32, dst_sw: u32, salt: u32) -> u32 {
+        let m = self.routes.minimal(s as usize, dst_sw as usize);
+        if m.is_empty() {
+            return NONE;
+        }
+        let i = (salt as usize ^ s as usize) % m.len();
+        m.get(i).map_or(NONE, |&pno| self.gp_of(s, pno))
+    }
+
+    /// One cycle.
+    pub fn step(&mut self) {
+        let slot = (self.now as usize) & (WHEEL - 1);
+        let mut evs = std::mem::take(self.wheel.get_mut(slot).unwrap_or(&mut Vec::new()));
+        for ev in evs.drain(..) {
+            self.event(ev);
+        }
+        if let Some(b) = self.wheel.get_mut(slot) {
+            if b.is_empty() {
+                *b = evs;
+            }
+        }
+        for s in 0..self.sw_load.len() {
+            let busy = self.sw_load.get(s).copied().unwrap_or(0) > 0
+                || self.sw_pending.get(s).copied().unwrap_or(0) > 0;
+            if busy {
+                self.step_switch(s as u32);
+            }
+        }
+        self.now += 1;
+        if self.now.checked_rem(self.cfg.window_cycles) == Some(0) && !self.policies.is_empty() {
+            let (sum, n) = self
+                .policies
+                .iter()
+                .flat_map(|p| p.probabilities())
+                .fold((0.0, 0u32), |(s, n), (_, p)| (s + p, n + 1));
+            self.stats.series_p.push(sum / f64::from(n.max(1)));
+        }
+    }
+
+    // Every index below comes from tables built in `with_fabric` (gp < ngp, v < nv, pkt ids
+    // from `alloc`, hosts < nh, switches < nsw), so direct indexing cannot go out of bounds.
+    #[allow(clippy::indexing_slicing)]
+    fn event(&mut self, ev: Ev) {
+        match ev {
+            Ev::Head { gp, v, pkt } => {
+                let (gpi, vi) = (gp as usize, usize::from(v));
+                let len = u32::from(self.pkts[pkt as usize].len);
+                self.pkts[pkt as usize].ready = self.now + self.sw_lat;
+                self.pkts[pkt as usize].route = NONE;
+                self.in_q[gpi * self.nv + vi].push_back(pkt);
+                self.in_occ[gpi * self.nv + vi] += len;
+                let s = self.gp_sw[gpi];
+                self.sw_load[s as usize] += 1;
+                if vi != self.cnm_vc {
+                    self.in_data[gpi] += len;
+                    if self.cfg.cp_queue == CpQueue::Input && !self.cps.is_empty() {
+                        let q = self.in_data[gpi];
+                        self.sample(s, gpi, pkt, q);
+                    }
+                }
+            }
+            Ev::Credit { gp, v, len } => {
+                self.credits[gp as usize * self.nv + usize::from(v)] += u32::from(len);
+            }
+            Ev::HostCredit { host, len } => {
+                self.host_credit[host as usize] += u32::from(len);
+            }
+            Ev::Eject { pkt } => {
+                let p = self.pkts[pkt as usize];
+                self.free.push(pkt);
+                let w = (self.now / self.cfg.window_cycles) as usize;
+                if let Some(x) = self.stats.series_phits.get_mut(w) {
+                    *x += u64::from(p.len);
+                }
+                let start = self.cfg.warmup_cycles;
+                if self.now >= start && self.now < start + self.cfg.measure_cycles {
+                    self.stats.delivered_phits += u64::from(p.len);
+                    self.stats.delivered_pkts += 1;
+                    self.stats
+                        .latencies
+                        .push(u32::try_from(self.now - p.gen).unwrap_or(u32::MAX));
+                    self.stats.per_src_switch[p.src_sw as usize] += u64::from(p.len);
+                }
+            }
+            Ev::Gen { host } => {
+                let h = host as usize;
+                let next = self.host_next[h];
+                if self.now >= next {
+                    let dst = self.destination(host);
+                    if dst != NONE {
+                        self.host_q[h].push_back((self.now, dst));
+                        self.sw_pending[self.host_sw[h] as usize] += 1;
+                    }
+                    let gap = self.gap();
+                    self.host_next[h] = self.now.saturating_add(gap);
+                    if gap != u64::MAX {
+                        self.schedule(gap.min(WHEEL as u64 - 1), ev);
+                    }
+                } else {
+                    self.schedule((next - self.now).min(WHEEL as u64 - 1), ev);
+                }
+            }
+        }
+    }
+
+    fn destination(&mut self, src: u32) -> u32 {
+        let nh = u32::try_from(self.host_sw.len()).unwrap_or(NONE);
+        if nh < 2 {
+            return NONE;
+        }
+        let uniform = |rng: &mut ChaCha8Rng| {
+            let d = rng.gen_range(0..nh - 1);
+            if d >= src {
+                d + 1
+            } else {
+                d
+            }
+        };
+        match self.cfg.traffic.at(self.now) {
+            Pattern::Uniform => uniform(&mut self.rng),
+            Pattern::Adv(k) => {
+                let g = self
+                    .host_sw
+                    .get(src as usize)
+                    .and_then(|&s| self.sw_group.get(s as usize))
+                    .copied()
+                    .unwrap_or(NONE);
+                let tg = if g == NONE {
+                    NONE
+                } else {
+                    (g + k) % self.ngroups
+                };
+                match self.group_hosts.get(tg as usize) {
+                    Some(v) if !v.is_empty() && tg != g => {
+                        let i = self.rng.gen_range(0..v.len());
+                        v.get(i).copied().unwrap_or(NONE)
+                    }
+                    _ => uniform(&mut self.rng),
+                }
+            }
+            Pattern::Hotspot => {
+                let hot = self.sw_hosts.first().cloned().unwrap_or_default();
+                if !hot.is_empty() && self.rng.gen_bool(0.2) {
+                    let i = self.rng.gen_range(0..hot.len());
+                    let d = hot.get(i).copied().unwrap_or(NONE);
+                    if d != src {
+                        return d;
+                    }
+                }
+                uniform(&mut self.rng)
+            }
+        }
+    }
+
+    /// QCN congestion point of port `gp` (queue now `q_phits`) sees packet `pkt` enqueued.
+    #[allow(clippy::indexing_slicing)] // gp < ngp = cps.len(), pkt from `alloc` (see `event`)
+    fn sample(&mut self, s: u32, gp: usize, pkt: u32, q_phits: u32) {
+        let pb = u64::from(self.cfg.phit_bytes);
+        let p = self.pkts[pkt as usize];
+        let r = self.rng.next_u32();
+        let Some(fb) = self.cps[gp].on_enqueue(u64::from(p.len) * pb, u64::from(q_phits) * pb, r)
+        else {
+            return;
+        };
+        if !fb.congested() {
+            return;
+        }
+        self.stats.cnm_generated += 1;
+        let now_ns = self.now_ns();
+        let inter = self.sw_group[p.src_sw as usize] != self.sw_group[p.dst_sw as usize];
+        if inter && s != p.dst_sw {
+            if let Some(&port) = self.routes.minimal(s as usize, p.dst_sw as usize).first() {
+                self.policies[s as usize].handle_into(
+                    Event::CnmGenerated {
+                        minimal_port_towards_culprit: port,
+                        qntz_fb: fb.qntz_fb,
+                    },
+                    now_ns,
+                    &mut self.effects,
+                );
+            }
+        }
+        if p.src_sw == s {
+            // The CNM goes to one of this switch's own hosts: it never crosses a fabric port,
+            // so the switch's policy does not receive it (the unfairness source processing fixes).
+            self.stats.cnm_to_self += 1;
+            return;
+        }
+        let Some(&charge) = self
+            .routes
+            .minimal(p.src_sw as usize, p.dst_sw as usize)
+            .first()
+        else {
+            return;
+        };
+        let out = self.minimal_gp(s, p.src_sw, 0);
+        if out == NONE {
+            return;
+        }
+        let idx = out as usize * self.nv + self.cnm_vc;
+        if self.out_occ[idx] + self.cnm_len > self.cfg.cnm_buffer_phits {
+            self.stats.cnm_dropped += 1;
+            return;
+        }
+        let cnm = Pkt {
+            gen: self.now,
+            ready: self.now,
+            dst_host: NONE,
+            src_sw: s,
+            dst_sw: p.src_sw,
+            via: NONE,
+            forced: NONE,
+            route: NONE,
+            cnm_port: charge,
+            len: u16::try_from(self.cnm_len).unwrap_or(1),
+            ghops: 0,
+            cnm: true,
+            cnm_fb: fb.qntz_fb,
+            decided: true,
+        };
+        let id = self.alloc(cnm);
+        self.out_q[idx].push_back(id);
+        self.out_occ[idx] += self.cnm_len;
+        self.sw_load[s as usize] += 1;
+    }
+
+    fn now_ns(&self) -> u64 {
+        let ns = self.now as f64 * self.ns_per_cycle;
+        if ns.is_finite() && ns >= 0.0 {
+            ns as u64
+        } else {
+            0
+        }
+    }
+
+    /// Occupancy seen by UGAL-L at output `gp`: its output queue plus the downstream buffer space
+    /// its credits say is in use, data VCs, phits.
+    #[allow(clippy::indexing_slicing)] // gp < ngp, peer < ngp, v < nv (see `event`)
+    fn queue_phits(&self, gp: u32) -> u32 {
+        let g = gp as usize;
+        let peer = self.gp_peer[g];
+        let mut q = self.out_data[g];
+        if peer != NONE {
+            let cap = self.gp_incap[peer as usize];
+            for v in 0..self.ndata {
+                q += cap.saturating_sub(self.credits[g * self.nv + v]);
+            }
+        }
+        q
+    }
+
+    /// Output port towards group `target` from switch `s` (Dragonfly).
+    fn toward_group(&self, s: u32, target: u32) -> u32 {
+        let (Some(df), Some(&g), Some(&idx)) = (
+            self.df,
+            self.sw_group.get(s as usize),
+            self.sw_idx.get(s as usize),
+        ) else {
+            return NONE;
+        };
+        let (owner, gport) = df.owner(g, target);
+        let pno = if owner == idx {
+            gport
+        } else {
+            df.local_port(idx, owner)
+        };
+        self.gp_of(s, pno)
+    }
+
+    fn random_group(&mut self, a: u32, b: u32) -> u32 {
+        if self.ngroups <= 2 - u32::from(a == b) {
+            return NONE;
+        }
+        loop {
+            let g = self.rng.gen_range(0..self.ngroups);
+            if g != a && g != b {
+                return g;
+            }
+        }
+    }
+
+    fn random_other_global(&mut self, s: u32, not: u32, need_room: bool) -> u32 {
+        let len = self.len;
+        let n = self.sw_globals.get(s as usize).map_or(0, Vec::len);
+        if n == 0 {
+            return NONE;
+        }
+        let start = self.rng.gen_range(0..n);
+        for k in 0..n {
+            let gp = self
+                .sw_globals
+                .get(s as usize)
+                .and_then(|v| v.get((start + k) % n))
+                .copied()
+                .unwrap_or(NONE);
+            if gp == NONE || gp == not {
+                continue;
+            }
+            if need_room && !self.has_room(gp, 0, len) {
+                continue;
+            }
+            return gp;
+        }
+        NONE
+    }
+
+    fn has_room(&self, gp: u32, v: usize, len: u32) -> bool {
+        let i = gp as usize * self.nv + v;
+        let credit = self.credits.get(i).copied().unwrap_or(0) >= len;
+        let out = self.out_occ.get(i).copied().unwrap_or(u32::MAX) + len <= self.cfg.out_phits;
+        credit && out
+    }
+
+    /// The output port of data packet `id` at switch `s` (and its injection decision when `s` is
+    /// its source switch).
+    #[allow(clippy::indexing_slicing)] // id from `alloc`, switch/host ids from the tables
+    fn route_data(&mut self, s: u32, id: u32) -> u32 {
+        let p = self.pkts[id as usize];
+        if p.dst_sw == s {
+            return self.host_gp[p.dst_host as usize];
+        }
+        let at_source = s == p.src_sw && p.ghops == 0;
+        let inter = self.sw_group[s as usize] != self.sw_group[p.dst_sw as usize];
+        if at_source && !p.decided && !inter && self.cfg.routing == Routing::Valiant {
+            // Valiant also sends intra-group traffic through another group.
+            let g = self.sw_group[s as usize];
+            let via = self.random_group(g, g);
+            let q = &mut self.pkts[id as usize];
+            q.via = via;
+            q.decided = true;
+        }
+        if at_source && self.df.is_some() && inter {
+            let g = self.sw_group[s as usize];
+            let gd = self.sw_group[p.dst_sw as usize];
+            match self.cfg.routing {
+                Routing::Minimal => {}
+                Routing::Valiant if !p.decided => {
+                    // Any group but the source's; the destination group means minimal.
+                    let via = self.random_group(g, g);
+                    let q = &mut self.pkts[id as usize];
+                    q.via = via;
+                    q.decided = true;
+                }
+                Routing::UgalL if !p.decided => {
+                    let via = self.ugal(s, &p, g, gd);
+                    let q = &mut self.pkts[id as usize];
+                    q.via = via;
+                    q.decided = true;
+                }
+                Routing::Pause => {
+                    let m = self.minimal_gp(s, p.dst_sw, id);
+                    let forced = if self.has_room(m, 0, self.len) {
+                        NONE
+                    } else {
+                        self.random_other_global(s, m, true)
+                    };
+                    self.pkts[id as usize].forced = forced;
+                }
+                Routing::QcnSw(_) if !p.decided => {
+                    let pno = self
+                        .routes
+                        .minimal(s as usize, p.dst_sw as usize)
+                        .first()
+                        .copied()
+                        .unwrap_or(0);
+                    let pm = self.policies[s as usize].p_percent(pno).unwrap_or(100.0);
+                    let n: u32 = self.rng.gen_range(1..=100);
+                    let forced = if f64::from(n) > pm.floor() {
+                        let m = self.gp_of(s, pno);
+                        self.random_other_global(s, m, false)
+                    } else {
+                        NONE
+                    };
+                    let q = &mut self.pkts[id as usize];
+                    q.forced = forced;
+                    q.decided = true;
+                }
+                _ => {}
+            }
+            let f = self.pkts[id as usize].forced;
+            if f != NONE {
+                return f;
+            }
+        }
+        let via = self.pkts[id as usize].via;
+        if via != NONE {
+            if self.sw_group[s as usize] == via {
+                self.pkts[id as usize].via = NONE;
+            } else {
+                return self.toward_group(s, via);
+            }
+        }
+        self.minimal_gp(s, p.dst_sw, id)
+    }
+
+    /// UGAL-L at the source switch: the intermediate group to use, or NONE for minimal.
+    #[allow(clippy::indexing_slicing)] // ids from the tables (see `event`)
+    fn ugal(&mut self, s: u32, p: &Pkt, g: u32, gd: u32) -> u32 {
+        let Some(df) = self.df else { return NONE };
+        let via = self.random_group(g, gd);
+        if via == NONE {
+            return NONE;
+        }
+        let m = self.minimal_gp(s, p.dst_sw, 0);
+        let n = self.toward_group(s, via);
+        if m == NONE || n == NONE {
+            return NONE;
+        }
+        let h_min = self
+            .routes
+            .hops(s as usize, p.dst_sw as usize)
+            .map_or(3.0, f64::from);
+        let (owner, gport) = df.owner(g, via);
+        let owner_sw = g * df.a + owner;
+        let land_gp = self.gp_peer[self.gp_of(owner_sw, gport) as usize];
+        let land = self.gp_sw[land_gp as usize];
+        let h_nm = f64::from(u32::from(owner != self.sw_idx[s as usize]) + 1)
+            + self
+                .routes
+                .hops(land as usize, p.dst_sw as usize)
+                .map_or(3.0, f64::from);
+        let (qm, qn) = (
+            f64::from(self.queue_phits(m)),
+            f64::from(self.queue_phits(n)),
+        );
+        if qm * h_min <= qn * h_nm + self.cfg.ugal_threshold {
+            NONE
+        } else {
+            via
+        }
+    }
+
+    /// One cycle of switch `s`: output links, crossbar, host injection.
+    #[allow(clippy::indexing_slicing)] // gp ∈ sw_base[s]..sw_base[s+1] < ngp, v < nv, ids from `alloc`
+    fn step_switch(&mut self, s: u32) {
+        let now = self.now;
+        let nv = self.nv;
+        let (b, e) = (self.sw_base[s as usize], self.sw_base[s as usize + 1]);
+        // (a) Output links.
+        for gp in b..e {
+            let g = gp as usize;
+            if self.link_busy[g] > now {
+                continue;
+            }
+            let host = self.gp_host[g] != NONE;
+            let mut chosen = None;
+            let cq = g * nv + self.cnm_vc;
+            if let Some(&id) = self.out_q[cq].front() {
+                if host || self.credits[cq] >= u32::from(self.pkts[id as usize].len) {
+                    chosen = Some(self.cnm_vc);
+                }
+            }
+            if chosen.is_none() {
+                let start = usize::from(self.out_rr[g]);
+                for k in 0..self.ndata {
+                    let v = (start + k) % self.ndata;
+                    if let Some(&id) = self.out_q[g * nv + v].front() {
+                        if host || self.credits[g * nv + v] >= u32::from(self.pkts[id as usize].len)
+                        {
+                            chosen = Some(v);
+                            self.out_rr[g] = u8::try_from((v + 1) % self.ndata).unwrap_or(0);
+                            break;
+                        }
+                    }
+                }
+            }
+            let Some(v) = chosen else { continue };
+            let Some(id) = self.out_q[g * nv + v].pop_front() else {
+                continue;
+            };
+            let len = u32::from(self.pkts[id as usize].len);
+            self.out_occ[g * nv + v] -= len;
+            if v != self.cnm_vc {
+                self.out_data[g] -= len;
+            }
+            self.sw_load[s as usize] -= 1;
+            self.link_busy[g] = now + u64::from(len);
+            let lat = self.gp_lat[g];
+            if host {
+                self.schedule(lat + u64::from(len), Ev::Eject { pkt: id });
+                continue;
+            }
+            self.credits[g * nv + v] -= len;
+            let is_cnm = self.pkts[id as usize].cnm;
+            if !is_cnm {
+                if self.gp_global[g] {
+                    self.pkts[id as usize].ghops += 1;
+                }
+                if !self.policies.is_empty() {
+                    let now_ns = self.now_ns();
+                    let bytes = u64::from(len) * u64::from(self.cfg.phit_bytes);
+                    self.policies[s as usize].handle_into(
+                        Event::BytesSent {
+                            port: self.gp_pno[g],
+                            bytes,
+                        },
+                        now_ns,
+                        &mut self.effects,
+                    );
+                }
+            }
+            let peer = self.gp_peer[g];
+            let vv = u8::try_from(v).unwrap_or(0);
+            self.schedule(
+                lat,
+                Ev::Head {
+                    gp: peer,
+                    v: vv,
+                    pkt: id,
+                },
+            );
+        }
+        // (b) Crossbar.
+        let np = e - b;
+        let rr = self.sw_rr[s as usize];
+        self.sw_rr[s as usize] = (rr + 1) % np.max(1);
+        for k in 0..np {
+            let gp = b + (rr + k) % np;
+            let g = gp as usize;
+            if self.in_busy[g] > now {
+                continue;
+            }
+            // CNM class first, then data VCs from the highest hop phase down.
+            for vi in 0..nv {
+                let v = if vi == 0 {
+                    self.cnm_vc
+                } else {
+                    self.ndata - vi
+                };
+                let q = g * nv + v;
+                let Some(&id) = self.in_q[q].front() else {
+                    continue;
+                };
+                let p = self.pkts[id as usize];
+                if p.ready > now {
+                    continue;
+                }
+                if p.cnm && p.dst_sw == s {
+                    self.consume_cnm(s, g, v, id);
+                    break;
+                }
+                let out = if p.route != NONE {
+                    p.route
+                } else {
+                    let o = if p.cnm {
+                        self.minimal_gp(s, p.dst_sw, 0)
+                    } else {
+                        self.route_data(s, id)
+                    };
+                    if self.cfg.routing != Routing::Pause || p.ghops > 0 || s != p.src_sw {
+                        self.pkts[id as usize].route = o;
+                    }
+                    o
+                };
+                if out == NONE {
+                    continue;
+                }
+                let ov = if p.cnm {
+                    self.cnm_vc
+                } else {
+                    usize::from(self.pkts[id as usize].ghops).min(self.ndata - 1)
+                };
+                let o = out as usize;
+                let cap = if p.cnm {
+                    self.cfg.cnm_buffer_phits
+                } else {
+                    self.cfg.out_phits
+                };
+                let len = u32::from(p.len);
+                if self.xbar_busy[o] > now || self.out_occ[o * nv + ov] + len > cap {
+                    continue;
+                }
+                // Grant.
+                self.in_q[q].pop_front();
+                self.in_occ[q] -= len;
+                if !p.cnm {
+                    self.in_data[g] -= len;
+                }
+                let xfer = if p.cnm {
+                    u64::from(len.div_ceil(self.cfg.speedup))
+                } else {
+                    self.xfer
+                };
+                self.in_busy[g] = now + xfer;
+                self.xbar_busy[o] = now + xfer;
+                let lat = self.gp_lat[g];
+                let host = self.gp_host[g];
+                let l16 = u16::try_from(len).unwrap_or(u16::MAX);
+                if host != NONE {
+                    self.schedule(xfer + lat, Ev::HostCredit { host, len: l16 });
+                } else {
+                    let up = self.gp_peer[g];
+                    let vv = u8::try_from(v).unwrap_or(0);
+                    self.schedule(
+                        xfer + lat,
+                        Ev::Credit {
+                            gp: up,
+                            v: vv,
+                            len: l16,
+                        },
+                    );
+                }
+                self.pkts[id as usize].route = NONE;
+                if !p.cnm && s == p.src_sw && p.ghops == 0 {
+                    let inter = self.sw_group[s as usize] != self.sw_group[p.dst_sw as usize];
+                    if inter && self.df.is_some() {
+                        self.stats.inter_injected += 1;
+                        let q2 = self.pkts[id as usize];
+                        if q2.forced != NONE || q2.via != NONE {
+                            self.stats.inter_nonminimal += 1;
+                        }
+                    }
+                }
+                self.out_q[o * nv + ov].push_back(id);
+                self.out_occ[o * nv + ov] += len;
+                if !p.cnm {
+                    self.out_data[o] += len;
+                    if self.cfg.cp_queue == CpQueue::Output
+                        && !self.cps.is_empty()
+                        && self.gp_host[o] == NONE
+                    {
+                        let qd = self.out_data[o];
+                        self.sample(s, o, id, qd);
+                    }
+                }
+                break;
+            }
+        }
+        // (c) Host injection.
+        if self.sw_pending[s as usize] > 0 {
+            let n = self.sw_hosts[s as usize].len();
+            for i in 0..n {
+                let h = self.sw_hosts[s as usize][i] as usize;
+                if self.host_busy[h] > now || self.host_credit[h] < self.len {
+                    continue;
+                }
+                let Some((gen, dst)) = self.host_q[h].pop_front() else {
+                    continue;
+                };
+                self.sw_pending[s as usize] -= 1;
+                let pkt = Pkt {
+                    gen,
+                    ready: 0,
+                    dst_host: dst,
+                    src_sw: s,
+                    dst_sw: self.host_sw[dst as usize],
+                    via: NONE,
+                    forced: NONE,
+                    route: NONE,
+                    cnm_port: NONE,
+                    len: u16::try_from(self.len).unwrap_or(u16::MAX),
+                    ghops: 0,
+                    cnm: false,
+                    cnm_fb: 0,
+                    decided: false,
+                };
+                let id = self.alloc(pkt);
+                self.host_busy[h] = now + u64::from(self.len);
+                self.host_credit[h] -= self.len;
+                let gp = self.host_gp[h];
+                let lat = self.gp_lat[gp as usize];
+                self.schedule(lat, Ev::Head { gp, v: 0, pkt: id });
+            }
+        }
+    }
+
+    /// A CNM reached the switch it was sent to: the policy charges it to the culprit's minimal
+    /// port.
+    #[allow(clippy::indexing_slicing)] // g < ngp, v < nv, id from `alloc`, s < nsw
+    fn consume_cnm(&mut self, s: u32, g: usize, v: usize, id: u32) {
+        let q = g * self.nv + v;
+        self.in_q[q].pop_front();
+        let p = self.pkts[id as usize];
+        let len = u32::from(p.len);
+        self.in_occ[q] -= len;
+        self.sw_load[s as usize] -= 1;
+        let up = self.gp_peer[g];
+        let lat = self.gp_lat[g];
+        let vv = u8::try_from(v).unwrap_or(0);
+        self.schedule(
+            lat,
+            Ev::Credit {
+                gp: up,
+                v: vv,
+                len: p.len,
+            },
+        );
+        self.free.push(id);
+        self.stats.cnm_delivered += 1;
+        let now_ns = self.now_ns();
+        if let Some(pol) = self.policies.get_mut(s as usize) {
+            pol.handle_into(
+                Event::CnmReceived {
+                    port: p.cnm_port,
+                    qntz_fb: p.cnm_fb,
+                },
+                now_ns,
+                &mut self.effects,
+            );
+        }
+    }
+}
