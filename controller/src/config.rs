@@ -6,8 +6,8 @@
 //! http_listen = "127.0.0.1:9653"
 //! store = "memory"                  # or "etcd://10.0.0.1:2379,10.0.0.2:2379"
 //! log_format = "text"               # or "json"
-//! cookie = 0x00fff10f00000001        # TOML accepts hex integers
-//! agent_controller_id = 7
+//! cookie = 0x0fabf10a00000001        # TOML accepts hex integers; the agent must agree
+//! agent_controller_id = 4011         # 0x0fab: the agent's NXT_SET_CONTROLLER_ID
 //! [tls]                             # optional
 //! cert = "/etc/fabricflow/controller.crt"
 //! key = "/etc/fabricflow/controller.key"
@@ -114,11 +114,14 @@ fn default_http_listen() -> SocketAddr {
 fn default_store() -> String {
     "memory".into()
 }
+/// The planner's and the agent's cookie: all three must agree, or the agent would not
+/// recognise the plan's groups.
 fn default_cookie() -> u64 {
-    0x00ff_f10f_0000_0001
+    crate::plan::DEFAULT_COOKIE
 }
+/// The planner's and the agent's controller id for CNM packet-ins.
 fn default_agent_id() -> u16 {
-    7
+    crate::plan::DEFAULT_AGENT_CONTROLLER_ID
 }
 fn default_group_min() -> u32 {
     1000

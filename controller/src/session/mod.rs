@@ -68,7 +68,7 @@ pub struct SessionConfig {
 impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
-            cookie: 0x00ff_f10f_0000_0001,
+            cookie: crate::plan::DEFAULT_COOKIE,
             owned_groups: 1000..=999_999,
             max_message_len: 65535,
             handshake_timeout: Duration::from_secs(10),
