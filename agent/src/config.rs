@@ -26,6 +26,154 @@ pub struct AgentConfig {
     pub weights: WeightsConfig,
     /// The QCN congestion point (used by the emulated CP on Open vSwitch and by the simulator).
     pub cp: CpConfig,
+    /// The I/O shell: switch sessions, emulated CP, HTTP, logs (`fabricflow-agent run`).
+    pub runtime: RuntimeConfig,
+    /// The switches this process serves (`[[switch]]`, or `--switch NAME=TARGET`).
+    pub switch: Vec<SwitchConfig>,
+}
+
+/// The I/O shell's settings (`[runtime]`). Every key optional; defaults below.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RuntimeConfig {
+    /// The agent's controller id (NXT_SET_CONTROLLER_ID); the plan's table-0 CNM rule sends to
+    /// `controller(id=…)` with this id. Default 0x0fab = 4011.
+    pub controller_id: u16,
+    /// SET_CONFIG miss_send_len: octets of a packet-in's frame sent to the agent. Default 65535
+    /// (whole frames, no buffering); at least 128 so a whole CNM (≤ 106 octets) arrives.
+    pub miss_send_len: u16,
+    /// Ask for role EQUAL after the handshake. Default true. A refusal is tolerated (counted,
+    /// logged): on OVS the default role of every connection is already EQUAL.
+    pub request_role_equal: bool,
+    /// OFPMP_PORT_STATS polling period (tx_bytes deltas feed the byte counter), µs. Default
+    /// 100 000 (100 ms).
+    pub port_stats_period_us: u64,
+    /// Period of the plan read (GROUP_DESC + cookie-masked FLOW_STATS), µs. Default 5 000 000.
+    /// Reads also follow every GROUP_MOD error and PORT_STATUS.
+    pub plan_refresh_period_us: u64,
+    /// Period of the policy's Tick and the planner's flush of deferred writes, µs. Default 1000.
+    pub tick_period_us: u64,
+    /// First reconnect delay, µs; doubled after every failure. Default 100 000.
+    pub reconnect_min_us: u64,
+    /// Largest reconnect delay, µs. Default 5 000 000.
+    pub reconnect_max_us: u64,
+    /// Listen address of the HTTP server (`/metrics`, `/api/v1/state`). Default
+    /// "127.0.0.1:9464"; empty disables it.
+    pub http_listen: String,
+    /// Log format: "text" (default) or "json". The level comes from `RUST_LOG` (default info).
+    pub log_format: LogFormat,
+    /// The plan's conventions (group id base, cookie, tables).
+    pub plan: crate::plan::PlanConventions,
+    /// The emulated QCN congestion point (OVS has no QCN).
+    pub emulated_cp: EmulatedCpConfig,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            controller_id: 0x0fab,
+            miss_send_len: 0xffff,
+            request_role_equal: true,
+            port_stats_period_us: 100_000,
+            plan_refresh_period_us: 5_000_000,
+            tick_period_us: 1_000,
+            reconnect_min_us: 100_000,
+            reconnect_max_us: 5_000_000,
+            http_listen: "127.0.0.1:9464".to_owned(),
+            log_format: LogFormat::Text,
+            plan: crate::plan::PlanConventions::default(),
+            emulated_cp: EmulatedCpConfig::default(),
+        }
+    }
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The emulated congestion point (`[runtime.emulated_cp]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmulatedCpConfig {
+    /// Run it on the fabric ports that are local Linux interfaces. Default true. A switch whose
+    /// ports are not local interfaces runs without it (logged).
+    pub enabled: bool,
+    /// Period of the egress qdisc backlog reading (netlink RTM_GETQDISC), µs. Default 1000.
+    pub queue_poll_period_us: u64,
+    /// PACKET_OUT in_port of injected CNMs; absent = OFPP_CONTROLLER (default). The plan's
+    /// table 0 must forward CNMs from this in_port towards their destination (transit), not to
+    /// the local agent.
+    pub inject_in_port: Option<u32>,
+}
+
+impl Default for EmulatedCpConfig {
+    fn default() -> Self {
+        EmulatedCpConfig {
+            enabled: true,
+            queue_poll_period_us: 1_000,
+            inject_in_port: None,
+        }
+    }
+}
+
+/// One switch served by this process (`[[switch]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchConfig {
+    /// A name for logs, metrics and the API (on OVS, the bridge name).
+    pub name: String,
+    /// `unix:PATH` or `tcp:HOST:PORT`; absent = `unix:/var/run/openvswitch/NAME.mgmt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+impl SwitchConfig {
+    /// The connection target, with the OVS management-socket default.
+    pub fn target(&self) -> String {
+        self.target
+            .clone()
+            .unwrap_or_else(|| format!("unix:/var/run/openvswitch/{}.mgmt", self.name))
+    }
+}
+
+impl RuntimeConfig {
+    /// Checks every constant.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(
+            self.miss_send_len >= 128,
+            "runtime.miss_send_len",
+            f64::from(self.miss_send_len),
+            "≥ 128 (a whole CNM must reach the agent)",
+        )?;
+        for (v, field) in [
+            (self.port_stats_period_us, "runtime.port_stats_period_us"),
+            (
+                self.plan_refresh_period_us,
+                "runtime.plan_refresh_period_us",
+            ),
+            (self.tick_period_us, "runtime.tick_period_us"),
+            (self.reconnect_min_us, "runtime.reconnect_min_us"),
+            (
+                self.emulated_cp.queue_poll_period_us,
+                "runtime.emulated_cp.queue_poll_period_us",
+            ),
+        ] {
+            check(v > 0, field, as_f64(v), "> 0")?;
+        }
+        if self.reconnect_max_us < self.reconnect_min_us {
+            return Err(ConfigError::Inconsistent(
+                "runtime.reconnect_max_us must be ≥ runtime.reconnect_min_us",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Constants of the QCN-SW policy engine (DESIGN §5, QCN.md "QCN-SW constants").
@@ -380,7 +528,16 @@ impl AgentConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.policy.validate()?;
         self.weights.validate()?;
-        self.cp.validate()
+        self.cp.validate()?;
+        self.runtime.validate()?;
+        let mut names: Vec<&str> = self.switch.iter().map(|s| s.name.as_str()).collect();
+        names.sort_unstable();
+        if names.windows(2).any(|w| w.first() == w.get(1)) {
+            return Err(ConfigError::Inconsistent(
+                "a [[switch]] name is listed twice",
+            ));
+        }
+        Ok(())
     }
 
     /// Parses and validates TOML text.

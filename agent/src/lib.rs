@@ -1,6 +1,6 @@
 //! `fabricflow-agent`: the switch-side QCN-SW agent.
 //!
-//! This library is the agent's pure core — no tokio, no sockets, no clocks, no global RNG. Every
+//! Everything but [`runtime`] is the agent's pure core — no tokio, no sockets, no clocks, no global RNG. Every
 //! state machine takes events together with the time (`now_ns`, nanoseconds from any monotonic
 //! origin) and returns what to do, so the agent's I/O shell, the unit tests and the fabric
 //! simulator run exactly the same code (DESIGN §5, STYLE "quinn").
@@ -12,10 +12,19 @@
 //!   quantum of change, at most once per minimum update interval).
 //! - [`cp`]: the QCN congestion point maths (Fb, QntzFb, sampling intervals) for the emulated CP.
 //! - [`config`]: every constant, with documented defaults and validation (TOML via serde).
+//! - [`plan`]: decision points and fabric ports learned from the switch's groups and flows.
+//! - [`session`]: the sans-IO OpenFlow session with one switch (messages + time in, messages out).
+//! - [`qdisc`]: rtnetlink request/parser for an egress qdisc's backlog (the emulated CP's Q).
+//! - [`runtime`]: the I/O shell (tokio tasks, sockets, emulated CP thread, HTTP), the only module
+//!   that does I/O.
 
 pub mod config;
 pub mod cp;
+pub mod plan;
 pub mod policy;
+pub mod qdisc;
+pub mod runtime;
+pub mod session;
 pub mod weights;
 
 /// An OpenFlow port number.

@@ -1,11 +1,18 @@
-//! The pure core of fabricflow's controller: fabric model, hierarchical addresses, minimal and
-//! non-minimal routes, the per-switch rule plan (conditional flow rules), and the tools that check
-//! a plan without a switch (an in-memory OpenFlow 1.3 pipeline and a channel-dependency-graph
-//! check). Nothing here opens a socket, spawns a task or reads a clock: the OpenFlow runtime
-//! (a later module) only moves the plan's messages.
+//! `fabricflow-controller`: the fabric's proactive SDN controller.
+//!
+//! The pure core: fabric model ([`topology`]), hierarchical addresses ([`addressing`]), minimal
+//! and non-minimal routes ([`routes`]), the per-switch rule plan of conditional flow rules
+//! ([`plan`]), and the tools that check a plan without a switch (an in-memory OpenFlow 1.3
+//! [`pipeline`] and a channel-dependency-graph check, [`cdg`]). [`planner`] turns a plan into
+//! OpenFlow messages for the runtime.
+//!
+//! The runtime: [`desired`] (what each switch must hold: the planner interface), [`session`]
+//! (per-switch OpenFlow state machine, sans-IO), [`sync`] (diff and bundle, pure), [`store`]
+//! (memory/etcd), [`config`], [`metrics`], [`http`], and [`service`], the tokio shell that only
+//! moves bytes and reads the clock.
 //!
 //! Flow of data: [`topology::TopologySpec`] → [`topology::Fabric`] → [`routes::Routes`] →
-//! [`plan::Plan`] → [`ofctl`] text, or [`pipeline::Walker`] / [`cdg::Cdg`] for verification.
+//! [`plan::Plan`] → [`planner`] → [`desired::DesiredSwitch`] → [`sync`] → the switch.
 
 pub mod addressing;
 pub mod cdg;
@@ -13,8 +20,18 @@ pub mod export;
 pub mod ofctl;
 pub mod pipeline;
 pub mod plan;
+pub mod planner;
 pub mod routes;
 pub mod topology;
+
+pub mod config;
+pub mod desired;
+pub mod http;
+pub mod metrics;
+pub mod service;
+pub mod session;
+pub mod store;
+pub mod sync;
 
 pub use addressing::{AddressError, Addressing, Location};
 pub use plan::{Plan, PlanError, PlanOptions, SwitchPlan};

@@ -7,13 +7,22 @@
 //!   `ovs-ofctl -O OpenFlow13 add-groups BR FILE` and `add-flows BR FILE` (groups first).
 //! - `--format json`: the plan IR as JSON.
 //! - `--format stats`: flows and groups per switch.
+//!
+//! `topology` prints the fabric as JSON (for the Mininet harness). `run --config FILE` runs the
+//! controller service: OpenFlow to every switch, HTTP API and metrics, memory or etcd store.
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand, ValueEnum};
+use fabricflow_controller::config::{Config, LogFormat};
+use fabricflow_controller::desired::fixture::LineFixture;
+use fabricflow_controller::desired::PlanSource;
 use fabricflow_controller::plan::{Lossless, SwitchPlan};
+use fabricflow_controller::planner::FabricPlanner;
+use fabricflow_controller::service::Controller;
 use fabricflow_controller::{ofctl, Addressing, Fabric, Plan, PlanOptions, TopologySpec};
 
 /// Plans and installs fabricflow's conditional routing rules on OpenFlow 1.3 switches.
@@ -78,6 +87,70 @@ enum Command {
         #[arg(long, default_value = "10.0.0.0")]
         ipv4_base: Ipv4Addr,
     },
+    /// Run the controller service (OpenFlow, HTTP API, store).
+    Run {
+        /// Configuration file (.toml, .yaml or .yml).
+        #[arg(long)]
+        config: PathBuf,
+    },
+}
+
+/// The plan source for a configured fabric: the planner for `dragonfly:…`, `fattree:…` and
+/// `file:…`; `fixture:line:N[:DPID_BASE_HEX]` is a line of N bare switches used by the
+/// runtime's own tests.
+fn plan_source(cfg: &Config) -> anyhow::Result<Arc<dyn PlanSource>> {
+    let spec = cfg.fabric.as_str();
+    if let Some(rest) = spec.strip_prefix("fixture:line:") {
+        let mut parts = rest.split(':');
+        let n: u32 = parts
+            .next()
+            .and_then(|s| s.parse().ok())
+            .with_context(|| format!("fabric `{spec}`: expected fixture:line:N[:DPID_BASE_HEX]"))?;
+        let base = match parts.next() {
+            Some(h) => u64::from_str_radix(h.trim_start_matches("0x"), 16)
+                .with_context(|| format!("fabric `{spec}`: dpid base"))?,
+            None => 0x100,
+        };
+        return Ok(Arc::new(LineFixture::new(base, n, cfg.cookie)));
+    }
+    let topology: TopologySpec = spec.parse().with_context(|| format!("fabric `{spec}`"))?;
+    let fabric = topology
+        .build()
+        .with_context(|| format!("fabric `{spec}`"))?;
+    let opts = PlanOptions {
+        cookie: cfg.cookie,
+        group_base: cfg.group_base,
+        p_minimal_percent: cfg.p_minimal_percent,
+        agent_controller_id: cfg.agent_controller_id,
+        addressing: Addressing::new(cfg.ipv4_base)?,
+        lossless: cfg.lossless_vlan.map(|vlan_vid| Lossless { vlan_vid }),
+        ..Default::default()
+    };
+    Ok(Arc::new(
+        FabricPlanner::new(fabric, opts).with_context(|| format!("planning `{spec}`"))?,
+    ))
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let b = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Text => b.init(),
+        LogFormat::Json => b.json().init(),
+    }
+}
+
+fn run_service(config: PathBuf) -> anyhow::Result<()> {
+    let cfg = Config::load(&config)?;
+    init_logging(cfg.log_format);
+    let planner = plan_source(&cfg)?;
+    let rt = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    rt.block_on(async move {
+        let c = Controller::start(cfg, planner).await?;
+        c.wait().await;
+        anyhow::Ok(())
+    })
 }
 
 fn parse_u64(s: &str) -> Result<u64, String> {
@@ -123,6 +196,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&t)?);
             return Ok(());
         }
+        Command::Run { config } => return run_service(config),
         Command::Plan {
             topology,
             switch,

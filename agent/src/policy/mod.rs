@@ -128,6 +128,47 @@ impl Policy {
         Ok(out)
     }
 
+    /// Changes the set of fabric ports (the controller changed the plan): ports that stay keep
+    /// their P, byte counter and stored Fb; new ports start at 100; removed ports are forgotten.
+    pub fn set_fabric_ports(&mut self, fabric_ports: impl IntoIterator<Item = PortNo>) {
+        let mut ports: Vec<PortNo> = fabric_ports.into_iter().collect();
+        ports.sort_unstable();
+        ports.dedup();
+        let state: Vec<PortState> = ports
+            .iter()
+            .map(|&p| {
+                self.index(p)
+                    .and_then(|i| self.state.get(i))
+                    .cloned()
+                    .unwrap_or(PortState {
+                        p: P_MAX_PERCENT,
+                        bytes: 0,
+                        last_fb: 0,
+                        timer_base_ns: None,
+                    })
+            })
+            .collect();
+        self.fb_sum = state.iter().map(|s| u32::from(s.last_fb)).sum();
+        self.ports = ports;
+        self.state = state;
+    }
+
+    /// Sets P(port) (clamped to [Pmin, 100]), e.g. from the weights found on the switch when the
+    /// agent starts, so a restart continues from the installed split instead of jumping back to
+    /// 100. Returns the value set, `None` for a port that is not a fabric port.
+    pub fn set_p_percent(&mut self, port: PortNo, p_percent: f64) -> Option<f64> {
+        let i = self.index(port)?;
+        let floor = self.cfg.p_min_percent;
+        let st = self.state.get_mut(i)?;
+        let p = if p_percent.is_finite() {
+            p_percent
+        } else {
+            P_MAX_PERCENT
+        };
+        st.p = p.max(floor).min(P_MAX_PERCENT);
+        Some(st.p)
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> &PolicyConfig {
         &self.cfg

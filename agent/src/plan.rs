@@ -1,0 +1,381 @@
+//! What the agent learns from its own switch: the decision points (SELECT groups), the fabric
+//! ports, and which decision point serves which destination group. Pure: it reads the switch's
+//! group-description and flow-stats replies, so the agent stays topology-agnostic (DESIGN §1).
+//!
+//! Conventions of the controller's plan (DESIGN §4, issue 5):
+//! - one SELECT group per decision point, id = `group_id_base` + minimal port; **bucket 0 is the
+//!   minimal port**, then the non-minimal candidates, then a weight-1 padding bucket to the
+//!   minimal port. OpenFlow 1.3 groups carry no cookie, so "owned by the controller" means "a
+//!   SELECT group whose id lies in `[group_id_base, group_id_base + group_id_span)`".
+//! - every controller flow carries `cookie`; table `inject_table` (1) sends other-group traffic
+//!   to the group of its minimal port, matching the destination MAC `02:00:GG:GG:…` (masked),
+//!   table `transit_table` (2) forwards minimally.
+//!
+//! **Fabric ports** are the ports that appear in a decision point's buckets or in an output
+//! action of a transit-table flow. A CNM is accepted only from a fabric port.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fabricflow_proto::openflow::action::Action;
+use fabricflow_proto::openflow::group::{Bucket, GroupType};
+use fabricflow_proto::openflow::instruction::Instruction;
+use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc};
+use fabricflow_proto::openflow::oxm::OxmField;
+use fabricflow_proto::openflow::port::OFPP_MAX;
+use fabricflow_proto::MacAddr;
+use serde::{Deserialize, Serialize};
+
+use crate::weights::DecisionPoint;
+use crate::PortNo;
+
+/// The plan's conventions the agent relies on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlanConventions {
+    /// First decision-point group id. Default 1000 (group = 1000 + minimal port).
+    pub group_id_base: u32,
+    /// Number of group ids reserved for decision points. Default 65 536.
+    pub group_id_span: u32,
+    /// Cookie of every controller flow. Default `0x0fab_f10a_0000_0001`.
+    pub cookie: u64,
+    /// Table of the conditional (inject) rules. Default 1.
+    pub inject_table: u8,
+    /// Table of the minimal transit rules. Default 2.
+    pub transit_table: u8,
+}
+
+impl Default for PlanConventions {
+    fn default() -> Self {
+        PlanConventions {
+            group_id_base: 1000,
+            group_id_span: 65_536,
+            cookie: 0x0fab_f10a_0000_0001,
+            inject_table: 1,
+            transit_table: 2,
+        }
+    }
+}
+
+impl PlanConventions {
+    /// Whether `group_id` lies in the decision-point range.
+    pub fn owns_group(&self, group_id: u32) -> bool {
+        group_id
+            .checked_sub(self.group_id_base)
+            .is_some_and(|off| off < self.group_id_span)
+    }
+}
+
+/// One decision point as installed: its structure and its current weights.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LearnedGroup {
+    /// Group id, minimal port and candidate count.
+    pub dp: DecisionPoint,
+    /// The installed buckets (actions, watch port/group, weight), kept verbatim so that a weight
+    /// MODIFY changes nothing else.
+    pub buckets: Vec<Bucket>,
+}
+
+impl LearnedGroup {
+    /// The installed weights, bucket order.
+    pub fn weights(&self) -> Vec<u16> {
+        self.buckets.iter().map(|b| b.weight).collect()
+    }
+
+    /// Whether two installs have the same structure (everything but the weights).
+    pub fn same_structure(&self, other: &LearnedGroup) -> bool {
+        self.dp == other.dp
+            && self.buckets.len() == other.buckets.len()
+            && self.buckets.iter().zip(&other.buckets).all(|(a, b)| {
+                a.actions == b.actions
+                    && a.watch_port == b.watch_port
+                    && a.watch_group == b.watch_group
+            })
+    }
+
+    /// The buckets with `weights` (one per bucket, as [`crate::GroupWrite`] carries them).
+    pub fn with_weights(&self, weights: &[u16]) -> Vec<Bucket> {
+        self.buckets
+            .iter()
+            .zip(weights.iter().copied().chain(std::iter::repeat(0)))
+            .map(|(b, w)| b.clone().with_weight(w))
+            .collect()
+    }
+}
+
+/// Why a group on the switch is not a decision point (counted, logged once per refresh).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupSkip {
+    /// Outside the decision-point id range: not the controller's, or not a decision point.
+    NotOwned,
+    /// In the range but not a SELECT group.
+    NotSelect,
+    /// Fewer than two buckets (minimal + padding).
+    TooFewBuckets,
+    /// Bucket 0 has no output action to a physical port.
+    NoMinimalPort,
+}
+
+/// Everything learned from one read of the switch's groups and flows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Decision points by group id.
+    pub groups: BTreeMap<u32, LearnedGroup>,
+    /// Fabric ports: in some decision point's buckets or in a transit flow's outputs.
+    pub fabric_ports: BTreeSet<PortNo>,
+    /// Destination group (bytes 2–3 of the host MAC) → the decision point's minimal port, from
+    /// the inject table. Only other-group destinations appear (same-group traffic never goes
+    /// through a SELECT group).
+    pub minimal_port_by_dest_group: BTreeMap<u16, PortNo>,
+    /// Groups seen but not used, with the reason.
+    pub skipped: Vec<(u32, GroupSkip)>,
+}
+
+impl Plan {
+    /// Learns the plan from a GROUP_DESC reply and the controller's flows of the inject and
+    /// transit tables (flows of other tables or cookies are ignored).
+    pub fn learn(conv: &PlanConventions, groups: &[GroupDesc], flows: &[FlowStats]) -> Plan {
+        let mut plan = Plan::default();
+        for g in groups {
+            match learn_group(conv, g) {
+                Ok(lg) => {
+                    for b in &lg.buckets {
+                        plan.fabric_ports.extend(physical_outputs(b.actions.iter()));
+                    }
+                    plan.groups.insert(g.group_id, lg);
+                }
+                Err(GroupSkip::NotOwned) => {}
+                Err(why) => plan.skipped.push((g.group_id, why)),
+            }
+        }
+        for f in flows.iter().filter(|f| f.cookie == conv.cookie) {
+            let actions = f.instructions.iter().flat_map(|i| match i {
+                Instruction::ApplyActions(a) | Instruction::WriteActions(a) => a.as_slice(),
+                _ => &[],
+            });
+            if f.table_id == conv.transit_table {
+                plan.fabric_ports.extend(physical_outputs(actions.clone()));
+            }
+            if f.table_id == conv.inject_table {
+                let group = actions.clone().find_map(|a| match a {
+                    Action::Group(id) => Some(*id),
+                    _ => None,
+                });
+                let port = group
+                    .and_then(|id| plan.groups.get(&id))
+                    .map(|g| g.dp.minimal_port);
+                if let (Some(port), Some(dest)) = (port, dest_group_of_match(f)) {
+                    plan.minimal_port_by_dest_group.insert(dest, port);
+                }
+            }
+        }
+        plan
+    }
+
+    /// Whether the plan has at least one decision point.
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// Whether `port` is a fabric port.
+    pub fn is_fabric_port(&self, port: PortNo) -> bool {
+        self.fabric_ports.contains(&port)
+    }
+
+    /// The decision point whose minimal port is `port`, if any.
+    pub fn group_of_port(&self, port: PortNo) -> Option<&LearnedGroup> {
+        self.groups.values().find(|g| g.dp.minimal_port == port)
+    }
+
+    /// Whether `other` differs from `self` in anything but weights.
+    pub fn same_structure(&self, other: &Plan) -> bool {
+        self.fabric_ports == other.fabric_ports
+            && self.minimal_port_by_dest_group == other.minimal_port_by_dest_group
+            && self.groups.len() == other.groups.len()
+            && self
+                .groups
+                .iter()
+                .zip(&other.groups)
+                .all(|((ia, a), (ib, b))| ia == ib && a.same_structure(b))
+    }
+}
+
+fn learn_group(conv: &PlanConventions, g: &GroupDesc) -> Result<LearnedGroup, GroupSkip> {
+    if !conv.owns_group(g.group_id) {
+        return Err(GroupSkip::NotOwned);
+    }
+    if g.group_type != GroupType::Select {
+        return Err(GroupSkip::NotSelect);
+    }
+    let minimal_port = g
+        .buckets
+        .first()
+        .and_then(Bucket::output_port)
+        .filter(|&p| p != 0 && p <= OFPP_MAX)
+        .ok_or(GroupSkip::NoMinimalPort)?;
+    let dp = DecisionPoint::from_bucket_count(g.group_id, minimal_port, g.buckets.len())
+        .map_err(|_| GroupSkip::TooFewBuckets)?;
+    Ok(LearnedGroup {
+        dp,
+        buckets: g.buckets.clone(),
+    })
+}
+
+/// Output actions to physical ports (reserved ports such as CONTROLLER or TABLE excluded).
+fn physical_outputs<'a>(actions: impl Iterator<Item = &'a Action>) -> Vec<PortNo> {
+    actions
+        .filter_map(|a| match a {
+            Action::Output { port, .. } if *port != 0 && *port <= OFPP_MAX => Some(*port),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The destination group of an inject rule: bytes 2–3 of its (masked) `eth_dst` in the
+/// `02:00:GG:GG:SS:HH` plan.
+fn dest_group_of_match(f: &FlowStats) -> Option<u16> {
+    f.r#match.fields.iter().find_map(|field| match field {
+        OxmField::EthDst { value, .. } => host_group(*value),
+        _ => None,
+    })
+}
+
+/// The group of a host MAC in the hierarchical plan (`02:00:GG:GG:SS:HH`), `None` for any other
+/// address.
+pub fn host_group(mac: MacAddr) -> Option<u16> {
+    let [a, b, g0, g1, _, _] = mac.0;
+    (a == 0x02 && b == 0x00).then_some(u16::from_be_bytes([g0, g1]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabricflow_proto::openflow::oxm::Match;
+
+    fn out(port: u32) -> Vec<Action> {
+        vec![Action::Output { port, max_len: 0 }]
+    }
+
+    pub(crate) fn select(id: u32, ports: &[(u32, u16)]) -> GroupDesc {
+        GroupDesc {
+            group_type: GroupType::Select,
+            group_id: id,
+            buckets: ports.iter().map(|&(p, w)| Bucket::new(w, out(p))).collect(),
+        }
+    }
+
+    fn flow(table: u8, cookie: u64, m: Match, actions: Vec<Action>) -> FlowStats {
+        FlowStats {
+            table_id: table,
+            duration_sec: 0,
+            duration_nsec: 0,
+            priority: 100,
+            idle_timeout: 0,
+            hard_timeout: 0,
+            flags: 0,
+            cookie,
+            packet_count: 0,
+            byte_count: 0,
+            r#match: m,
+            instructions: vec![Instruction::ApplyActions(actions)],
+        }
+    }
+
+    #[test]
+    fn learns_decision_points_from_a_group_desc_reply() {
+        let conv = PlanConventions::default();
+        let groups = vec![
+            select(1003, &[(3, 255), (4, 0), (3, 1)]),
+            select(1005, &[(5, 200), (6, 28), (7, 27), (5, 1)]),
+            // Not owned (below the base), not select, too few buckets, no output.
+            select(7, &[(1, 1), (2, 1)]),
+            GroupDesc {
+                group_type: GroupType::All,
+                group_id: 1009,
+                buckets: vec![Bucket::new(0, out(9))],
+            },
+            select(1010, &[(10, 256)]),
+            GroupDesc {
+                group_type: GroupType::Select,
+                group_id: 1011,
+                buckets: vec![
+                    Bucket::new(1, vec![Action::Group(3)]),
+                    Bucket::new(1, out(1)),
+                ],
+            },
+        ];
+        let cookie = conv.cookie;
+        let flows = vec![
+            flow(
+                2,
+                cookie,
+                Match::new().with(OxmField::EthDst {
+                    value: "02:00:00:07:00:00".parse().unwrap(),
+                    mask: Some("ff:ff:ff:ff:00:00".parse().unwrap()),
+                }),
+                out(8),
+            ),
+            // Another cookie: ignored.
+            flow(2, 1, Match::new(), out(20)),
+            flow(
+                1,
+                cookie,
+                Match::new().with(OxmField::EthDst {
+                    value: "02:00:00:07:00:00".parse().unwrap(),
+                    mask: Some("ff:ff:ff:ff:00:00".parse().unwrap()),
+                }),
+                vec![Action::Group(1005)],
+            ),
+        ];
+        let plan = Plan::learn(&conv, &groups, &flows);
+        assert_eq!(plan.groups.len(), 2);
+        let g = &plan.groups[&1005];
+        assert_eq!(
+            g.dp,
+            DecisionPoint {
+                group_id: 1005,
+                minimal_port: 5,
+                n_nonminimal: 2
+            }
+        );
+        assert_eq!(g.weights(), vec![200, 28, 27, 1]);
+        assert_eq!(
+            plan.fabric_ports.iter().copied().collect::<Vec<_>>(),
+            vec![3, 4, 5, 6, 7, 8]
+        );
+        assert_eq!(plan.minimal_port_by_dest_group.get(&7), Some(&5));
+        assert_eq!(
+            plan.skipped,
+            vec![
+                (1009, GroupSkip::NotSelect),
+                (1010, GroupSkip::TooFewBuckets),
+                (1011, GroupSkip::NoMinimalPort)
+            ]
+        );
+        assert!(plan.is_fabric_port(8) && !plan.is_fabric_port(1));
+        assert_eq!(plan.group_of_port(3).map(|g| g.dp.group_id), Some(1003));
+    }
+
+    #[test]
+    fn structure_ignores_weights() {
+        let conv = PlanConventions::default();
+        let a = Plan::learn(&conv, &[select(1003, &[(3, 255), (4, 0), (3, 1)])], &[]);
+        let b = Plan::learn(&conv, &[select(1003, &[(3, 100), (4, 155), (3, 1)])], &[]);
+        let c = Plan::learn(&conv, &[select(1003, &[(3, 100), (5, 155), (3, 1)])], &[]);
+        assert!(a.same_structure(&b));
+        assert!(!a.same_structure(&c));
+        let lg = &a.groups[&1003];
+        let buckets = lg.with_weights(&[10, 245, 1]);
+        assert_eq!(buckets[1].actions, out(4));
+        assert_eq!(buckets[1].weight, 245);
+    }
+
+    #[test]
+    fn host_groups() {
+        assert_eq!(
+            host_group("02:00:01:02:03:04".parse().unwrap()),
+            Some(0x0102)
+        );
+        assert_eq!(host_group("52:54:00:00:00:01".parse().unwrap()), None);
+    }
+}

@@ -1,0 +1,330 @@
+//! The emulated QCN congestion point of one switch (OVS has no QCN; DESIGN §5).
+//!
+//! A thread per switch (the sockets are blocking and the work is microseconds):
+//! - every `queue_poll_period` it reads each fabric port's egress qdisc backlog with one
+//!   rtnetlink request per port ([`crate::qdisc`]) — that is Q;
+//! - it receives transmitted frames from one `AF_PACKET` socket (ETH_P_ALL) and keeps those with
+//!   `sll_pkttype == PACKET_OUTGOING` on a fabric port's interface. Every such frame counts
+//!   towards that port's [`CongestionPoint`] sampling interval; the sampled frame gets a CNM when
+//!   Fb < 0 — if it is a culprit: a frame from a host (source MAC in the `02:00` plan) that is
+//!   not itself a CNM;
+//! - the CNM (`Cnm::for_sampled_frame`, SA = switch MAC, CPID = switch MAC + port) goes to the
+//!   switch task, which injects it with PACKET_OUT and charges source processing.
+//!
+//! The packet socket is not bound to one interface: binding needs a `sockaddr_ll`, which `nix`
+//! cannot build without `unsafe` (forbidden workspace-wide), so the socket sees every frame of
+//! the network namespace and the thread filters by `sll_ifindex` (read safely from
+//! `nix::sys::socket::LinkAddr`). Frames are seen when the driver transmits them (after the
+//! qdisc), which is "transmitted frames" as the brief asks; sampling by dequeued bytes equals
+//! sampling by enqueued bytes in the long run.
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fabricflow_proto::cnm::{Cnm, Cpid};
+use fabricflow_proto::ethernet::{ethertype, EthernetView};
+use fabricflow_proto::MacAddr;
+use nix::sys::socket::{
+    recv, recvfrom, send, setsockopt, socket, sockopt, AddressFamily, LinkAddr, MsgFlags, SockFlag,
+    SockProtocol, SockType,
+};
+use nix::sys::time::TimeVal;
+use rand::Rng;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::config::AgentConfig;
+use crate::cp::CongestionPoint;
+use crate::plan::host_group;
+use crate::qdisc::{get_root_qdisc_request, parse_root_backlog};
+use crate::PortNo;
+
+/// `PACKET_OUTGOING` (linux/if_packet.h).
+const PACKET_OUTGOING: u8 = 4;
+
+/// A fabric port with its local interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpPort {
+    /// OpenFlow port.
+    pub port: PortNo,
+    /// Interface name.
+    pub ifname: String,
+    /// Interface index.
+    pub ifindex: u32,
+}
+
+/// A CNM built by the emulated CP, for the switch task to inject.
+#[derive(Debug, Clone)]
+pub struct GeneratedCnm {
+    /// The complete CNM frame.
+    pub frame: Vec<u8>,
+    /// DA of the sampled frame (the congested destination).
+    pub culprit_dst: MacAddr,
+    /// QntzFb carried.
+    pub qntz_fb: u8,
+    /// The congested port.
+    pub port: PortNo,
+}
+
+/// One port of the CP, for the API and metrics.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CpPortStatus {
+    /// OpenFlow port.
+    pub port: PortNo,
+    /// Interface.
+    pub ifname: String,
+    /// Last backlog read, octets.
+    pub backlog_bytes: u64,
+    /// Samples taken.
+    pub samples: u64,
+    /// CNMs generated.
+    pub cnms: u64,
+    /// Last Fb.
+    pub last_fb: f64,
+}
+
+/// The CP of one switch, for the API and metrics.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CpStatus {
+    /// Per port.
+    pub ports: Vec<CpPortStatus>,
+    /// Backlog readings that failed.
+    pub netlink_errors: u64,
+    /// Outgoing frames seen on fabric ports.
+    pub frames_seen: u64,
+    /// Generated CNMs dropped because the switch task was busy.
+    pub cnms_dropped_busy: u64,
+}
+
+/// A running CP thread.
+#[derive(Debug)]
+pub struct CpHandle {
+    stop: Arc<AtomicBool>,
+    status: Arc<Mutex<CpStatus>>,
+}
+
+impl CpHandle {
+    /// Asks the thread to end (it notices within one poll period).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// A snapshot.
+    pub fn status(&self) -> CpStatus {
+        self.status.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for CpHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A blocking rtnetlink socket reading root-qdisc backlogs.
+#[derive(Debug)]
+pub struct QdiscReader {
+    fd: OwnedFd,
+    seq: u32,
+    buf: Vec<u8>,
+}
+
+impl QdiscReader {
+    /// Opens the socket (receive timeout 100 ms: the kernel answers in microseconds).
+    pub fn open() -> nix::Result<Self> {
+        let fd = socket(
+            AddressFamily::Netlink,
+            SockType::Raw,
+            SockFlag::SOCK_CLOEXEC,
+            SockProtocol::NetlinkRoute,
+        )?;
+        setsockopt(&fd, sockopt::ReceiveTimeout, &TimeVal::new(0, 100_000))?;
+        Ok(QdiscReader {
+            fd,
+            seq: 0,
+            buf: vec![0; 1 << 16],
+        })
+    }
+
+    /// The backlog of the root qdisc of `ifindex`, octets.
+    pub fn backlog_bytes(&mut self, ifindex: u32) -> anyhow::Result<u64> {
+        self.seq = self.seq.wrapping_add(1);
+        let req = get_root_qdisc_request(ifindex, self.seq);
+        send(self.fd.as_raw_fd(), &req, MsgFlags::empty())?;
+        loop {
+            let n = recv(self.fd.as_raw_fd(), &mut self.buf, MsgFlags::empty())?;
+            let reply = self.buf.get(..n).unwrap_or_default();
+            if let Some(s) = parse_root_backlog(reply, ifindex)? {
+                return Ok(u64::from(s.backlog_bytes));
+            }
+        }
+    }
+}
+
+/// Starts the CP thread of switch `name` on `ports`.
+pub fn spawn(
+    name: &str,
+    ports: Vec<CpPort>,
+    switch_mac: MacAddr,
+    cfg: &AgentConfig,
+    tx: mpsc::Sender<GeneratedCnm>,
+) -> anyhow::Result<CpHandle> {
+    let mut qdisc = QdiscReader::open()?;
+    let period = Duration::from_micros(cfg.runtime.emulated_cp.queue_poll_period_us);
+    let pkt = socket(
+        AddressFamily::Packet,
+        SockType::Raw,
+        SockFlag::SOCK_CLOEXEC,
+        SockProtocol::EthAll,
+    )?;
+    let tv = TimeVal::new(
+        0,
+        i64::try_from(period.as_micros().clamp(1, 999_999)).unwrap_or(1000),
+    );
+    setsockopt(&pkt, sockopt::ReceiveTimeout, &tv)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let status = Arc::new(Mutex::new(CpStatus {
+        ports: ports
+            .iter()
+            .map(|p| CpPortStatus {
+                port: p.port,
+                ifname: p.ifname.clone(),
+                ..CpPortStatus::default()
+            })
+            .collect(),
+        ..CpStatus::default()
+    }));
+    let mut rng = rand::thread_rng();
+    let mut cps = Vec::with_capacity(ports.len());
+    for _ in &ports {
+        cps.push(CongestionPoint::new(cfg.cp.clone(), rng.gen())?);
+    }
+    let by_ifindex: HashMap<u32, usize> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.ifindex, i))
+        .collect();
+    let (stop2, status2) = (stop.clone(), status.clone());
+    let thread_name = format!("cp-{name}");
+    tracing::info!(switch = %name, ports = ?ports.iter().map(|p| (p.port, p.ifname.as_str())).collect::<Vec<_>>(), "emulated congestion point running");
+    std::thread::Builder::new()
+        .name(thread_name)
+        .spawn(move || {
+            let mut rng = rand::thread_rng();
+            let mut q = vec![0u64; ports.len()];
+            let mut next_poll = Instant::now();
+            let mut buf = vec![0u8; 2048];
+            while !stop2.load(Ordering::Relaxed) {
+                if Instant::now() >= next_poll {
+                    next_poll = Instant::now() + period;
+                    let mut errs = 0;
+                    for (i, p) in ports.iter().enumerate() {
+                        match qdisc.backlog_bytes(p.ifindex) {
+                            Ok(b) => {
+                                if let Some(slot) = q.get_mut(i) {
+                                    *slot = b;
+                                }
+                            }
+                            Err(_) => errs += 1,
+                        }
+                    }
+                    if let Ok(mut s) = status2.lock() {
+                        s.netlink_errors += errs;
+                        for (st, &b) in s.ports.iter_mut().zip(&q) {
+                            st.backlog_bytes = b;
+                        }
+                    }
+                }
+                let (n, addr) = match recvfrom::<LinkAddr>(pkt.as_raw_fd(), &mut buf) {
+                    Ok(r) => r,
+                    Err(_) => continue, // timeout (EAGAIN) or EINTR
+                };
+                let Some(addr) = addr else { continue };
+                if addr.pkttype() != PACKET_OUTGOING {
+                    continue;
+                }
+                let Some(&i) = u32::try_from(addr.ifindex())
+                    .ok()
+                    .and_then(|x| by_ifindex.get(&x))
+                else {
+                    continue;
+                };
+                let (Some(cp), Some(p), Some(&qb)) = (cps.get_mut(i), ports.get(i), q.get(i))
+                else {
+                    continue;
+                };
+                let frame = buf.get(..n).unwrap_or_default();
+                let Some(fb) = cp.on_enqueue(n as u64, qb, rng.gen()) else {
+                    if let Ok(mut s) = status2.lock() {
+                        s.frames_seen += 1;
+                    }
+                    continue;
+                };
+                let cnm = culprit(frame).filter(|_| fb.congested()).and_then(|dst| {
+                    let cpid = Cpid::new(switch_mac, u16::try_from(p.port).unwrap_or(u16::MAX));
+                    Cnm::for_sampled_frame(
+                        frame,
+                        switch_mac,
+                        cpid,
+                        fb.qntz_fb,
+                        fb.cnm_q_offset(),
+                        fb.cnm_q_delta(),
+                    )
+                    .ok()
+                    .map(|f| GeneratedCnm {
+                        frame: f.to_vec(),
+                        culprit_dst: dst,
+                        qntz_fb: fb.qntz_fb,
+                        port: p.port,
+                    })
+                });
+                let sent = cnm.map(|c| tx.try_send(c).is_ok());
+                if let Ok(mut s) = status2.lock() {
+                    s.frames_seen += 1;
+                    if sent == Some(false) {
+                        s.cnms_dropped_busy += 1;
+                    }
+                    if let Some(st) = s.ports.get_mut(i) {
+                        st.samples += 1;
+                        st.last_fb = fb.fb;
+                        if sent == Some(true) {
+                            st.cnms += 1;
+                        }
+                    }
+                }
+            }
+        })?;
+    Ok(CpHandle { stop, status })
+}
+
+/// The destination of a sampled frame if it may be sent a CNM: sent by a host of the plan
+/// (`02:00:…` source) and not a CNM itself.
+fn culprit(frame: &[u8]) -> Option<MacAddr> {
+    let v = EthernetView::new_checked(frame).ok()?;
+    if v.ethertype() == ethertype::CNM || host_group(v.src()).is_none() {
+        return None;
+    }
+    Some(v.dst())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_host_frames_that_are_not_cnms_are_culprits() {
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&[2, 0, 0, 7, 0, 1]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 1, 0, 1]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        assert_eq!(culprit(&f), Some(MacAddr([2, 0, 0, 7, 0, 1])));
+        f[12..14].copy_from_slice(&[0x22, 0xe7]);
+        assert_eq!(culprit(&f), None);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 1]);
+        assert_eq!(culprit(&f), None);
+    }
+}

@@ -1,0 +1,268 @@
+//! One switch: connect (unix or tcp), drive the session, reconnect with back-off.
+//!
+//! A missing management socket (bridge not created yet, or deleted) is a connection failure
+//! like any other: the task retries with exponential back-off (`reconnect_min_us` doubling up to
+//! `reconnect_max_us`) and keeps P and the write history across connections.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fabricflow_proto::framer::Framer;
+use fabricflow_proto::openflow::message::Message;
+use fabricflow_proto::openflow::port::OFPP_CONTROLLER;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+
+use super::emulated_cp::{self, CpHandle, GeneratedCnm};
+use super::{now_ns, publish, Registry};
+use crate::config::{AgentConfig, SwitchConfig};
+use crate::session::{Session, SessionConfig};
+
+/// The session settings of `cfg.runtime`.
+pub fn session_config(cfg: &AgentConfig) -> SessionConfig {
+    let r = &cfg.runtime;
+    SessionConfig {
+        controller_id: r.controller_id,
+        miss_send_len: r.miss_send_len,
+        request_role_equal: r.request_role_equal,
+        port_stats_period_ns: r.port_stats_period_us.saturating_mul(1_000),
+        plan_refresh_period_ns: r.plan_refresh_period_us.saturating_mul(1_000),
+        tick_period_ns: r.tick_period_us.saturating_mul(1_000),
+        cnm_inject_in_port: r.emulated_cp.inject_in_port.unwrap_or(OFPP_CONTROLLER),
+        plan: r.plan.clone(),
+    }
+}
+
+/// A connection target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `unix:PATH`.
+    Unix(String),
+    /// `tcp:HOST:PORT`.
+    Tcp(String),
+}
+
+impl Target {
+    /// Parses `unix:PATH` or `tcp:HOST:PORT`.
+    pub fn parse(s: &str) -> anyhow::Result<Target> {
+        if let Some(p) = s.strip_prefix("unix:") {
+            Ok(Target::Unix(p.to_owned()))
+        } else if let Some(a) = s.strip_prefix("tcp:") {
+            Ok(Target::Tcp(a.to_owned()))
+        } else {
+            anyhow::bail!("switch target {s:?}: expected unix:PATH or tcp:HOST:PORT")
+        }
+    }
+}
+
+/// Serves one switch until `stop` turns true.
+pub async fn run_switch(
+    sw: SwitchConfig,
+    cfg: Arc<AgentConfig>,
+    reg: Registry,
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let target_text = sw.target();
+    let target = Target::parse(&target_text)?;
+    let name = sw.name.clone();
+    let mut session = Session::new(session_config(&cfg), &cfg)?;
+    publish(&reg, &name, |v| v.target.clone_from(&target_text));
+    let min = Duration::from_micros(cfg.runtime.reconnect_min_us);
+    let max = Duration::from_micros(cfg.runtime.reconnect_max_us);
+    let mut backoff = min;
+    let (cnm_tx, mut cnm_rx) = mpsc::channel::<GeneratedCnm>(1024);
+    let mut cp: Option<CpHandle> = None;
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let result = match &target {
+            Target::Unix(p) => match tokio::net::UnixStream::connect(p).await {
+                Ok(s) => {
+                    tracing::info!(switch = %name, target = %target_text, "connected");
+                    backoff = min;
+                    serve(
+                        s,
+                        &name,
+                        &cfg,
+                        &mut session,
+                        &reg,
+                        &mut stop,
+                        &cnm_tx,
+                        &mut cnm_rx,
+                        &mut cp,
+                    )
+                    .await
+                }
+                Err(e) => Err(anyhow::Error::from(e)),
+            },
+            Target::Tcp(a) => match tokio::net::TcpStream::connect(a).await {
+                Ok(s) => {
+                    let _ = s.set_nodelay(true);
+                    tracing::info!(switch = %name, target = %target_text, "connected");
+                    backoff = min;
+                    serve(
+                        s,
+                        &name,
+                        &cfg,
+                        &mut session,
+                        &reg,
+                        &mut stop,
+                        &cnm_tx,
+                        &mut cnm_rx,
+                        &mut cp,
+                    )
+                    .await
+                }
+                Err(e) => Err(anyhow::Error::from(e)),
+            },
+        };
+        session.on_disconnected();
+        publish(&reg, &name, |v| v.session = session.status());
+        if let Err(e) = result {
+            tracing::warn!(switch = %name, error = %e, retry_in = ?backoff, "switch connection failed");
+        } else if !*stop.borrow() {
+            tracing::warn!(switch = %name, retry_in = ?backoff, "switch closed the connection");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = stop.changed() => {}
+        }
+        backoff = backoff.saturating_mul(2).min(max);
+    }
+    if let Some(h) = cp.take() {
+        h.stop();
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    name: &str,
+    cfg: &AgentConfig,
+    session: &mut Session,
+    reg: &Registry,
+    stop: &mut watch::Receiver<bool>,
+    cnm_tx: &mpsc::Sender<GeneratedCnm>,
+    cnm_rx: &mut mpsc::Receiver<GeneratedCnm>,
+    cp: &mut Option<CpHandle>,
+) -> anyhow::Result<()> {
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let mut framer = Framer::new(1 << 16);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut out = bytes::BytesMut::with_capacity(1 << 16);
+    session.on_connected(now_ns());
+    let mut last_publish = 0u64;
+    loop {
+        // Send first: the reaction latency is CNM-in to GROUP_MOD-out.
+        out.clear();
+        for m in session.poll_transmit() {
+            m.encode(&mut out);
+        }
+        if !out.is_empty() {
+            wr.write_all(&out).await?;
+        }
+        if session.take_plan_changed() {
+            reconfigure_cp(name, cfg, session, reg, cnm_tx, cp);
+        }
+        let now = now_ns();
+        if now.saturating_sub(last_publish) >= 10_000_000 {
+            last_publish = now;
+            let st = session.status();
+            let cps = cp.as_ref().map(CpHandle::status);
+            publish(reg, name, |v| {
+                v.session = st;
+                v.emulated_cp = cps;
+            });
+        }
+        let deadline = session
+            .next_deadline_ns()
+            .map_or(now.saturating_add(1_000_000_000), |d| {
+                d.min(now.saturating_add(1_000_000_000))
+            });
+        tokio::select! {
+            n = rd.read(&mut buf) => {
+                let n = n?;
+                if n == 0 {
+                    return Ok(());
+                }
+                framer.push(buf.get(..n).unwrap_or_default());
+                while let Some(frame) = framer.next_message()? {
+                    match Message::decode(&frame) {
+                        Ok(msg) => session.on_message(&msg, now_ns()),
+                        Err(e) => tracing::warn!(switch = %name, error = %e, "undecodable message skipped"),
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(super::instant_of(deadline).into()) => {
+                session.on_timer(now_ns());
+            }
+            Some(c) = cnm_rx.recv() => {
+                session.inject_cnm(c.frame, c.culprit_dst, c.qntz_fb, now_ns());
+            }
+            _ = stop.changed() => return Ok(()),
+        }
+    }
+}
+
+/// (Re)starts the emulated CP on the fabric ports that are local Linux interfaces.
+fn reconfigure_cp(
+    name: &str,
+    cfg: &AgentConfig,
+    session: &Session,
+    reg: &Registry,
+    cnm_tx: &mpsc::Sender<GeneratedCnm>,
+    cp: &mut Option<CpHandle>,
+) {
+    if let Some(h) = cp.take() {
+        h.stop();
+    }
+    let off = |why: String| {
+        tracing::info!(switch = %name, reason = %why, "emulated congestion point off");
+        publish(reg, name, |v| {
+            v.emulated_cp = None;
+            v.emulated_cp_off = Some(why);
+        });
+    };
+    if !cfg.runtime.emulated_cp.enabled {
+        return off("disabled by configuration".to_owned());
+    }
+    let Some(plan) = session.plan().filter(|p| !p.is_empty()) else {
+        return off("no plan yet".to_owned());
+    };
+    let Some(mac) = session.switch_mac() else {
+        return off("datapath id unknown".to_owned());
+    };
+    let mut ports = Vec::new();
+    let mut missing = Vec::new();
+    for &p in &plan.fabric_ports {
+        match session.ports().get(&p) {
+            Some(info) => match nix::net::if_::if_nametoindex(info.name.as_str()) {
+                Ok(idx) => ports.push(emulated_cp::CpPort {
+                    port: p,
+                    ifname: info.name.clone(),
+                    ifindex: idx,
+                }),
+                Err(_) => missing.push(info.name.clone()),
+            },
+            None => missing.push(format!("port {p}")),
+        }
+    }
+    if ports.is_empty() {
+        return off(format!(
+            "no fabric port is a local Linux interface ({})",
+            missing.join(", ")
+        ));
+    }
+    if !missing.is_empty() {
+        tracing::info!(switch = %name, ?missing, "fabric ports without a local interface: no emulated CP there");
+    }
+    match emulated_cp::spawn(name, ports, mac, cfg, cnm_tx.clone()) {
+        Ok(h) => {
+            publish(reg, name, |v| v.emulated_cp_off = None);
+            *cp = Some(h);
+        }
+        Err(e) => off(format!("cannot open sockets: {e}")),
+    }
+}

@@ -1,0 +1,842 @@
+//! The agent's OpenFlow session with one switch, sans-IO (STYLE "quinn"): decoded messages and
+//! the time go in, messages to send come out of [`Session::poll_transmit`]. The tokio task in
+//! [`crate::runtime`] only moves bytes and reads the clock, so a whole conversation runs in a
+//! unit test.
+//!
+//! # Life of a connection
+//! 1. [`Session::on_connected`]: HELLO, FEATURES_REQUEST, SET_CONFIG (miss_send_len, else OVS
+//!    sends a management-socket connection no asynchronous message at all, DESIGN §4),
+//!    NXT_SET_CONTROLLER_ID (the plan's agent id: OVS then delivers exactly the packet-ins of
+//!    `controller(id=…)` actions carrying that id), ROLE_REQUEST EQUAL (optional: a rejection
+//!    is counted and tolerated, the agent writes groups as EQUAL or as the default role, which on
+//!    OVS is also EQUAL), PORT_DESC, then a *plan read*: GROUP_DESC + FLOW_STATS (cookie-masked).
+//! 2. The plan read is learned ([`Plan::learn`]). A switch without decision points yet is
+//!    *waiting for the plan*, not an error: the read is repeated every `plan_refresh_period`.
+//!    The read is also repeated periodically, after a GROUP_MOD error, and after a PORT_STATUS,
+//!    so the agent follows the controller's changes and resyncs.
+//! 3. Running: CNM packet-ins are checked ([`check_cnm`]) and fed to the [`Policy`];
+//!    OFPMP_PORT_STATS is polled every `port_stats_period` and tx_bytes deltas become
+//!    `BytesSent`; `Tick` runs every `tick_period`. Changed probabilities go through the
+//!    [`WeightPlanner`]; its writes become GROUP_MOD MODIFY messages that keep every bucket's
+//!    actions and watch port/group and change only the weights.
+//!
+//! The [`Policy`] and the planner outlive connections: P and the write history survive a
+//! reconnect; a relearned group whose structure is unchanged keeps its P.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use fabricflow_proto::cnm::Cnm;
+use fabricflow_proto::ethernet::ethertype;
+use fabricflow_proto::openflow::action::Action;
+use fabricflow_proto::openflow::group::GroupMod;
+use fabricflow_proto::openflow::message::{Body, Message};
+use fabricflow_proto::openflow::multipart::{
+    FlowStatsRequest, MultipartAssembler, MultipartReplyBody, PortStats, OFPG_ANY, OFPP_ANY,
+    OFPTT_ALL,
+};
+use fabricflow_proto::openflow::packet::{PacketIn, PacketOut};
+use fabricflow_proto::openflow::port::{OFPP_CONTROLLER, OFPP_TABLE};
+use fabricflow_proto::openflow::switch::ControllerRole;
+use fabricflow_proto::openflow::symmetric::ErrorType;
+use fabricflow_proto::select_weights::p_minimal_from_weights;
+use fabricflow_proto::MacAddr;
+use serde::Serialize;
+
+use crate::config::{AgentConfig, ConfigError};
+use crate::plan::{host_group, Plan, PlanConventions};
+use crate::policy::{Effects, Event, Policy};
+use crate::weights::{GroupWrite, WeightPlanner};
+use crate::PortNo;
+
+/// How the session talks to its switch (the `[runtime]` section, see [`crate::config`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionConfig {
+    /// NXT_SET_CONTROLLER_ID: the id the plan's `controller(id=…)` actions carry.
+    pub controller_id: u16,
+    /// SET_CONFIG miss_send_len (≥ 128 so a whole CNM arrives; 0xffff = no buffering).
+    pub miss_send_len: u16,
+    /// Send ROLE_REQUEST EQUAL after the handshake.
+    pub request_role_equal: bool,
+    /// OFPMP_PORT_STATS polling period, ns.
+    pub port_stats_period_ns: u64,
+    /// Period of the plan read (GROUP_DESC + FLOW_STATS), ns.
+    pub plan_refresh_period_ns: u64,
+    /// Period of the policy `Tick` and the planner's flush, ns.
+    pub tick_period_ns: u64,
+    /// Where self-generated CNMs enter the pipeline (PACKET_OUT in_port).
+    pub cnm_inject_in_port: PortNo,
+    /// The plan's conventions.
+    pub plan: PlanConventions,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            controller_id: 0x0fab,
+            miss_send_len: 0xffff,
+            request_role_equal: true,
+            port_stats_period_ns: 100_000_000,
+            plan_refresh_period_ns: 5_000_000_000,
+            tick_period_ns: 1_000_000,
+            cnm_inject_in_port: OFPP_CONTROLLER,
+            plan: PlanConventions::default(),
+        }
+    }
+}
+
+/// Why a packet-in was not charged to a decision point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// No plan learned yet: the fabric ports are unknown.
+    NoPlan,
+    /// The packet-in carries no IN_PORT.
+    NoInPort,
+    /// Arrived on a port that is not a fabric port (a host must not steer the fabric).
+    NotFabricPort,
+    /// Not a CNM (EtherType ≠ 0x22E7).
+    NotCnm,
+    /// The switch cut the frame (data shorter than total_len) before the CNM could be parsed.
+    Truncated,
+    /// A CNM that does not parse (version ≠ 0, MSDU length out of range, truncated PDU, …).
+    Malformed,
+}
+
+impl DropReason {
+    /// Every reason, for metrics.
+    pub const ALL: [DropReason; 6] = [
+        DropReason::NoPlan,
+        DropReason::NoInPort,
+        DropReason::NotFabricPort,
+        DropReason::NotCnm,
+        DropReason::Truncated,
+        DropReason::Malformed,
+    ];
+
+    /// The label used in metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            DropReason::NoPlan => "no_plan",
+            DropReason::NoInPort => "no_in_port",
+            DropReason::NotFabricPort => "not_fabric_port",
+            DropReason::NotCnm => "not_cnm",
+            DropReason::Truncated => "truncated",
+            DropReason::Malformed => "malformed",
+        }
+    }
+}
+
+/// Checks a packet-in as a CNM: it must come from a fabric port of `plan` and parse as an IEEE
+/// 802.1Qau CNM. Returns the port to charge — the arrival port: CNMs travel back minimally, so
+/// the port a CNM arrives on is the port the culprit flow left by (DESIGN §5, the policy's
+/// `CnmReceived`) — and the parsed CNM.
+pub fn check_cnm(plan: Option<&Plan>, pi: &PacketIn) -> Result<(PortNo, Cnm), DropReason> {
+    let plan = plan.ok_or(DropReason::NoPlan)?;
+    let port = pi.in_port().ok_or(DropReason::NoInPort)?;
+    if !plan.is_fabric_port(port) {
+        return Err(DropReason::NotFabricPort);
+    }
+    let is_cnm_type =
+        fabricflow_proto::ethernet::frame_info(&pi.data).map(|fi| fi.ethertype == ethertype::CNM);
+    match (is_cnm_type, Cnm::parse_frame(&pi.data)) {
+        (_, Ok((_, cnm))) => Ok((port, cnm)),
+        (Ok(false), Err(_)) => Err(DropReason::NotCnm),
+        (_, Err(_)) if pi.data.len() < usize::from(pi.total_len) => Err(DropReason::Truncated),
+        (_, Err(_)) => Err(DropReason::Malformed),
+    }
+}
+
+/// Counters of one switch session (all monotonic, for metrics).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SessionCounters {
+    /// Connections established.
+    pub connects: u64,
+    /// CNMs accepted and charged to a port.
+    pub cnm_received: u64,
+    /// Packet-ins dropped, by reason.
+    pub cnm_dropped: BTreeMap<DropReason, u64>,
+    /// CNMs the emulated CP generated and injected.
+    pub cnm_generated: u64,
+    /// Generated CNMs also charged locally (source processing).
+    pub cnm_generated_charged: u64,
+    /// GROUP_MOD messages sent.
+    pub group_mods_sent: u64,
+    /// OFPT_ERROR replies to GROUP_MODs.
+    pub group_mod_errors: u64,
+    /// Other OFPT_ERROR messages.
+    pub other_errors: u64,
+    /// Plan reads completed.
+    pub plan_reads: u64,
+    /// Plan reads whose structure differed from the previous one.
+    pub plan_changes: u64,
+    /// Port-stats replies processed.
+    pub port_stats_replies: u64,
+}
+
+/// The role situation on the current connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoleState {
+    /// Not requested (or not yet answered).
+    Unknown,
+    /// The switch confirmed EQUAL.
+    Equal,
+    /// The switch answered with another role.
+    Other,
+    /// The switch refused the request (the agent continues in its default role).
+    Rejected,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    Role,
+    Features,
+    PortDesc,
+    PortStats,
+    GroupDesc(u64),
+    Flows(u64),
+    GroupMod(u32),
+}
+
+#[derive(Debug, Default)]
+struct Round {
+    id: u64,
+    write_seq: u64,
+    groups: Option<Vec<fabricflow_proto::openflow::multipart::GroupDesc>>,
+    flows: Option<Vec<fabricflow_proto::openflow::multipart::FlowStats>>,
+}
+
+/// One port as the switch described it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PortInfo {
+    /// OpenFlow port number.
+    pub port_no: PortNo,
+    /// Interface name (on OVS, the Linux interface of a system/internal port).
+    pub name: String,
+    /// Port MAC.
+    pub hw_addr: MacAddr,
+}
+
+/// A snapshot for the HTTP API and metrics.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SessionStatus {
+    /// Connected right now.
+    pub connected: bool,
+    /// At least one decision point learned.
+    pub plan_ready: bool,
+    /// Datapath id from FEATURES_REPLY.
+    pub datapath_id: Option<u64>,
+    /// Role situation.
+    pub role: Option<RoleState>,
+    /// Fabric ports with P (percent) and the last Fb stored.
+    pub ports: Vec<PortStatus>,
+    /// Decision points with their installed weights.
+    pub groups: Vec<GroupStatus>,
+    /// Fb_avg over the fabric ports.
+    pub fb_avg: f64,
+    /// Counters.
+    pub counters: SessionCounters,
+}
+
+/// One fabric port in a [`SessionStatus`].
+#[derive(Debug, Clone, Serialize)]
+pub struct PortStatus {
+    /// OpenFlow port.
+    pub port: PortNo,
+    /// P(port), percent.
+    pub p_percent: f64,
+    /// Last QntzFb received.
+    pub last_fb: u8,
+}
+
+/// One decision point in a [`SessionStatus`].
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupStatus {
+    /// Group id.
+    pub group_id: u32,
+    /// Minimal port.
+    pub minimal_port: PortNo,
+    /// Weights last written or found.
+    pub weights: Vec<u16>,
+    /// A change waits for the minimum interval.
+    pub pending: bool,
+}
+
+/// The session state machine of one switch.
+#[derive(Debug)]
+pub struct Session {
+    cfg: SessionConfig,
+    policy: Policy,
+    planner: WeightPlanner,
+    plan: Option<Plan>,
+    connected: bool,
+    xid: u32,
+    outbox: Vec<Message>,
+    pending: HashMap<u32, Pending>,
+    assembler: MultipartAssembler,
+    round: Option<Round>,
+    round_seq: u64,
+    write_seq: u64,
+    last_write_seq: HashMap<u32, u64>,
+    tx_bytes: HashMap<PortNo, u64>,
+    ports: BTreeMap<PortNo, PortInfo>,
+    datapath_id: Option<u64>,
+    role: RoleState,
+    seeded: BTreeSet<u32>,
+    next_stats_ns: u64,
+    next_refresh_ns: u64,
+    next_tick_ns: u64,
+    counters: SessionCounters,
+    plan_changed: bool,
+    effects: Effects,
+    writes: Vec<GroupWrite>,
+}
+
+impl Session {
+    /// A session with the policy/weights constants of `agent` and the I/O settings of `cfg`.
+    pub fn new(cfg: SessionConfig, agent: &AgentConfig) -> Result<Self, ConfigError> {
+        Ok(Session {
+            policy: Policy::new(agent.policy.clone(), [])?,
+            planner: WeightPlanner::new(agent.weights.clone())?,
+            cfg,
+            plan: None,
+            connected: false,
+            xid: 0,
+            outbox: Vec::new(),
+            pending: HashMap::new(),
+            assembler: MultipartAssembler::with_limit(1 << 20),
+            round: None,
+            round_seq: 0,
+            write_seq: 0,
+            last_write_seq: HashMap::new(),
+            tx_bytes: HashMap::new(),
+            ports: BTreeMap::new(),
+            datapath_id: None,
+            role: RoleState::Unknown,
+            seeded: BTreeSet::new(),
+            next_stats_ns: 0,
+            next_refresh_ns: 0,
+            next_tick_ns: 0,
+            counters: SessionCounters::default(),
+            plan_changed: false,
+            effects: Effects::new(),
+            writes: Vec::new(),
+        })
+    }
+
+    fn next_xid(&mut self) -> u32 {
+        self.xid = self.xid.wrapping_add(1).max(1);
+        self.xid
+    }
+
+    fn request(&mut self, kind: Pending, build: impl FnOnce(u32) -> Message) {
+        let xid = self.next_xid();
+        self.pending.insert(xid, kind);
+        self.outbox.push(build(xid));
+    }
+
+    /// A connection to the switch is up: queues the handshake and the first plan read.
+    pub fn on_connected(&mut self, now_ns: u64) {
+        self.connected = true;
+        self.counters.connects += 1;
+        self.pending.clear();
+        self.assembler = MultipartAssembler::with_limit(1 << 20);
+        self.round = None;
+        self.tx_bytes.clear();
+        self.role = RoleState::Unknown;
+        self.outbox.clear();
+        let hello_xid = self.next_xid();
+        self.outbox.push(Message::hello(hello_xid));
+        self.request(Pending::Features, Message::features_request);
+        let (flags, msl, id) = (0, self.cfg.miss_send_len, self.cfg.controller_id);
+        let xid = self.next_xid();
+        self.outbox.push(Message::set_config(xid, flags, msl));
+        let xid = self.next_xid();
+        self.outbox.push(Message::set_controller_id(xid, id));
+        if self.cfg.request_role_equal {
+            self.request(Pending::Role, |x| {
+                Message::role_request(x, ControllerRole::Equal, 0)
+            });
+        }
+        self.request(Pending::PortDesc, Message::port_desc_request);
+        self.start_plan_read(now_ns);
+        self.next_stats_ns = now_ns.saturating_add(self.cfg.port_stats_period_ns);
+        self.next_tick_ns = now_ns.saturating_add(self.cfg.tick_period_ns);
+    }
+
+    /// The connection is gone. P, the planner and the last plan are kept.
+    pub fn on_disconnected(&mut self) {
+        self.connected = false;
+        self.pending.clear();
+        self.round = None;
+        self.outbox.clear();
+    }
+
+    /// Whether a connection is up.
+    pub fn is_connected(&self) -> bool {
+        self.connected
+    }
+
+    fn start_plan_read(&mut self, now_ns: u64) {
+        self.round_seq += 1;
+        let id = self.round_seq;
+        self.round = Some(Round {
+            id,
+            write_seq: self.write_seq,
+            ..Round::default()
+        });
+        self.request(Pending::GroupDesc(id), Message::group_desc_request);
+        let req = FlowStatsRequest {
+            table_id: OFPTT_ALL,
+            out_port: OFPP_ANY,
+            out_group: OFPG_ANY,
+            cookie: self.cfg.plan.cookie,
+            cookie_mask: u64::MAX,
+            ..FlowStatsRequest::default()
+        };
+        self.request(Pending::Flows(id), |x| Message::flow_stats_request(x, req));
+        self.next_refresh_ns = now_ns.saturating_add(self.cfg.plan_refresh_period_ns);
+    }
+
+    /// Messages to send, in order (drains the queue).
+    pub fn poll_transmit(&mut self) -> std::vec::Drain<'_, Message> {
+        self.outbox.drain(..)
+    }
+
+    /// The earliest time [`on_timer`](Self::on_timer) has something to do.
+    pub fn next_deadline_ns(&self) -> Option<u64> {
+        if !self.connected {
+            return None;
+        }
+        let mut t = self
+            .next_stats_ns
+            .min(self.next_refresh_ns)
+            .min(self.next_tick_ns);
+        if let Some(p) = self.planner.next_deadline_ns() {
+            t = t.min(p);
+        }
+        Some(t)
+    }
+
+    /// Runs what is due at `now_ns`: policy tick and pending writes, port-stats poll, plan read.
+    pub fn on_timer(&mut self, now_ns: u64) {
+        if !self.connected {
+            return;
+        }
+        if now_ns >= self.next_tick_ns {
+            self.next_tick_ns = now_ns.saturating_add(self.cfg.tick_period_ns);
+            self.feed(Event::Tick, now_ns);
+        }
+        self.planner.tick(now_ns, &mut self.writes);
+        self.flush_writes();
+        if now_ns >= self.next_stats_ns {
+            self.next_stats_ns = now_ns.saturating_add(self.cfg.port_stats_period_ns);
+            if self.plan.is_some() && !self.pending.values().any(|p| *p == Pending::PortStats) {
+                self.request(Pending::PortStats, |x| {
+                    Message::port_stats_request(x, OFPP_ANY)
+                });
+            }
+        }
+        if now_ns >= self.next_refresh_ns {
+            if self.round.is_none() {
+                self.start_plan_read(now_ns);
+            } else {
+                // A read still unanswered after a whole period: start over.
+                self.next_refresh_ns = now_ns.saturating_add(self.cfg.plan_refresh_period_ns);
+                self.round = None;
+            }
+        }
+    }
+
+    /// One decoded message from the switch.
+    pub fn on_message(&mut self, msg: &Message, now_ns: u64) {
+        match &msg.body {
+            Body::EchoRequest(_) => self.outbox.push(Message::echo_reply_to(msg)),
+            Body::PacketIn(pi) => self.on_packet_in(pi, now_ns),
+            Body::MultipartReply(_) => self.on_multipart(msg, now_ns),
+            Body::FeaturesReply(f) => {
+                self.pending.remove(&msg.xid);
+                self.datapath_id = Some(f.datapath_id);
+            }
+            Body::RoleReply(r) => {
+                self.pending.remove(&msg.xid);
+                self.role = if r.role == ControllerRole::Equal {
+                    RoleState::Equal
+                } else {
+                    RoleState::Other
+                };
+            }
+            Body::Error(e) => self.on_error(msg.xid, &e.error, now_ns),
+            // A port came or went: the plan may follow; read it again soon.
+            Body::PortStatus(_) if self.round.is_none() => self.start_plan_read(now_ns),
+            _ => {}
+        }
+    }
+
+    fn on_error(&mut self, xid: u32, error: &ErrorType, now_ns: u64) {
+        match self.pending.remove(&xid) {
+            Some(Pending::Role) => {
+                self.role = RoleState::Rejected;
+                tracing::warn!(%error, "switch refused ROLE_REQUEST EQUAL; continuing in the default role");
+            }
+            Some(Pending::GroupMod(group_id)) => {
+                self.counters.group_mod_errors += 1;
+                tracing::warn!(group_id, %error, "GROUP_MOD refused; re-reading the plan");
+                if self.round.is_none() {
+                    self.start_plan_read(now_ns);
+                }
+            }
+            Some(Pending::GroupDesc(_) | Pending::Flows(_)) => {
+                self.counters.other_errors += 1;
+                tracing::warn!(%error, "plan read refused");
+                self.round = None;
+            }
+            _ => {
+                self.counters.other_errors += 1;
+                tracing::warn!(xid, %error, "switch error");
+            }
+        }
+    }
+
+    fn on_multipart(&mut self, msg: &Message, now_ns: u64) {
+        let body = match self.assembler.push_message(msg) {
+            Ok(Some(b)) => b,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "multipart reply dropped");
+                self.pending.remove(&msg.xid);
+                return;
+            }
+        };
+        let Some(kind) = self.pending.remove(&msg.xid) else {
+            return;
+        };
+        match (kind, body) {
+            (Pending::PortDesc, MultipartReplyBody::PortDesc(ports)) => {
+                self.ports = ports
+                    .into_iter()
+                    .map(|p| {
+                        let info = PortInfo {
+                            port_no: p.port_no,
+                            name: p.name.as_string(),
+                            hw_addr: p.hw_addr,
+                        };
+                        (p.port_no, info)
+                    })
+                    .collect();
+                self.plan_changed = true;
+            }
+            (Pending::PortStats, MultipartReplyBody::PortStats(stats)) => {
+                self.on_port_stats(&stats, now_ns);
+            }
+            (Pending::GroupDesc(id), MultipartReplyBody::GroupDesc(groups)) => {
+                if let Some(r) = self.round.as_mut().filter(|r| r.id == id) {
+                    r.groups = Some(groups);
+                }
+                self.maybe_finish_round(now_ns);
+            }
+            (Pending::Flows(id), MultipartReplyBody::Flow(flows)) => {
+                if let Some(r) = self.round.as_mut().filter(|r| r.id == id) {
+                    r.flows = Some(flows);
+                }
+                self.maybe_finish_round(now_ns);
+            }
+            _ => {}
+        }
+    }
+
+    fn maybe_finish_round(&mut self, now_ns: u64) {
+        let complete = self
+            .round
+            .as_ref()
+            .is_some_and(|r| r.groups.is_some() && r.flows.is_some());
+        if !complete {
+            return;
+        }
+        let Some(round) = self.round.take() else {
+            return;
+        };
+        let groups = round.groups.unwrap_or_default();
+        let flows = round.flows.unwrap_or_default();
+        let plan = Plan::learn(&self.cfg.plan, &groups, &flows);
+        self.counters.plan_reads += 1;
+        self.apply_plan(plan, round.write_seq, now_ns);
+    }
+
+    fn apply_plan(&mut self, plan: Plan, round_write_seq: u64, now_ns: u64) {
+        let changed = match &self.plan {
+            None => true,
+            Some(old) => !old.same_structure(&plan),
+        };
+        if plan.is_empty() {
+            if changed {
+                tracing::info!("no decision point on the switch yet: waiting for the plan");
+                self.counters.plan_changes += 1;
+                self.plan_changed = true;
+            }
+            // Keep P and the planner: the controller may be in the middle of a resync.
+            self.plan = Some(plan);
+            return;
+        }
+        for (id, why) in &plan.skipped {
+            tracing::debug!(group_id = id, ?why, "group is not a decision point");
+        }
+        if changed {
+            self.counters.plan_changes += 1;
+            self.plan_changed = true;
+            self.policy
+                .set_fabric_ports(plan.fabric_ports.iter().copied());
+            let gone: Vec<u32> = self
+                .planner
+                .groups()
+                .map(|dp| dp.group_id)
+                .filter(|id| !plan.groups.contains_key(id))
+                .collect();
+            for id in gone {
+                let _ = self.planner.remove_group(id);
+            }
+            tracing::info!(
+                groups = plan.groups.len(),
+                fabric_ports = ?plan.fabric_ports,
+                "plan learned"
+            );
+        }
+        let mut plan = plan;
+        for (id, g) in &mut plan.groups {
+            let found = g.weights();
+            let known = self.planner.groups().find(|dp| dp.group_id == *id).copied();
+            let written_since = self
+                .last_write_seq
+                .get(id)
+                .is_some_and(|&s| s > round_write_seq);
+            if written_since {
+                // The read predates our last write: the planner knows better.
+                if let Some(w) = self.planner.installed(*id).map(<[u16]>::to_vec) {
+                    for (b, w) in g.buckets.iter_mut().zip(w) {
+                        b.weight = w;
+                    }
+                }
+                continue;
+            }
+            let same = known == Some(g.dp)
+                && self
+                    .planner
+                    .installed(*id)
+                    .is_some_and(|w| w == found.as_slice());
+            if same {
+                continue;
+            }
+            if self.planner.add_group(g.dp, Some(found.clone())).is_err() {
+                continue;
+            }
+            let port = g.dp.minimal_port;
+            if self.seeded.insert(*id) {
+                // First sight in this process: continue from the installed split.
+                if let Some(p) = p_minimal_from_weights(&found) {
+                    self.policy.set_p_percent(port, p);
+                }
+            }
+            if let Some(p) = self.policy.p_percent(port) {
+                self.planner
+                    .on_probability(port, p, now_ns, &mut self.writes);
+            }
+        }
+        self.plan = Some(plan);
+        self.flush_writes();
+    }
+
+    fn on_port_stats(&mut self, stats: &[PortStats], now_ns: u64) {
+        self.counters.port_stats_replies += 1;
+        for s in stats {
+            let prev = self.tx_bytes.insert(s.port_no, s.tx_bytes);
+            let fabric = self
+                .plan
+                .as_ref()
+                .is_some_and(|p| p.is_fabric_port(s.port_no));
+            if let (Some(prev), true) = (prev, fabric) {
+                // A counter that went backwards (port re-created) restarts the delta.
+                let bytes = s.tx_bytes.saturating_sub(prev);
+                if bytes > 0 {
+                    self.feed(
+                        Event::BytesSent {
+                            port: s.port_no,
+                            bytes,
+                        },
+                        now_ns,
+                    );
+                }
+            }
+        }
+        self.flush_writes();
+    }
+
+    fn on_packet_in(&mut self, pi: &PacketIn, now_ns: u64) {
+        match check_cnm(self.plan.as_ref(), pi) {
+            Ok((port, cnm)) => {
+                self.counters.cnm_received += 1;
+                self.feed(
+                    Event::CnmReceived {
+                        port,
+                        qntz_fb: cnm.qntz_fb,
+                    },
+                    now_ns,
+                );
+                self.flush_writes();
+            }
+            Err(why) => {
+                let n = self.counters.cnm_dropped.entry(why).or_insert(0);
+                *n = n.saturating_add(1);
+                tracing::debug!(reason = why.label(), in_port = ?pi.in_port(), "packet-in dropped");
+            }
+        }
+    }
+
+    /// The emulated congestion point built `frame`, a CNM to the source of a frame sampled on
+    /// this switch's port `egress_port` whose destination was `culprit_dst`: it is injected into
+    /// the pipeline (PACKET_OUT, in_port = `cnm_inject_in_port`, output:TABLE) so the fabric
+    /// carries it back to the source switch. With source processing the local policy is also
+    /// charged — on this switch's minimal port towards the culprit's destination group, and
+    /// only for other-group destinations (those the inject table sends to a decision point).
+    pub fn inject_cnm(&mut self, frame: Vec<u8>, culprit_dst: MacAddr, qntz_fb: u8, now_ns: u64) {
+        if !self.connected {
+            return;
+        }
+        self.counters.cnm_generated += 1;
+        let xid = self.next_xid();
+        let out = PacketOut::new(
+            self.cfg.cnm_inject_in_port,
+            vec![Action::Output {
+                port: OFPP_TABLE,
+                max_len: 0,
+            }],
+            frame,
+        );
+        self.outbox.push(Message::packet_out(xid, out));
+        let port = host_group(culprit_dst).and_then(|g| {
+            self.plan
+                .as_ref()
+                .and_then(|p| p.minimal_port_by_dest_group.get(&g).copied())
+        });
+        if let Some(port) = port {
+            if self.policy.config().variant.source_processing() {
+                self.counters.cnm_generated_charged += 1;
+            }
+            self.feed(
+                Event::CnmGenerated {
+                    minimal_port_towards_culprit: port,
+                    qntz_fb,
+                },
+                now_ns,
+            );
+            self.flush_writes();
+        }
+    }
+
+    fn feed(&mut self, event: Event, now_ns: u64) {
+        self.policy.handle_into(event, now_ns, &mut self.effects);
+        for c in self.effects.changes() {
+            self.planner
+                .on_probability(c.port, c.new_percent, now_ns, &mut self.writes);
+        }
+    }
+
+    fn flush_writes(&mut self) {
+        let writes = std::mem::take(&mut self.writes);
+        for w in &writes {
+            let Some(g) = self
+                .plan
+                .as_mut()
+                .and_then(|p| p.groups.get_mut(&w.group_id))
+            else {
+                continue;
+            };
+            let buckets = g.with_weights(&w.weights);
+            g.buckets.clone_from(&buckets);
+            self.write_seq += 1;
+            self.last_write_seq.insert(w.group_id, self.write_seq);
+            self.counters.group_mods_sent += 1;
+            let group_id = w.group_id;
+            self.request(Pending::GroupMod(group_id), |x| {
+                Message::group_mod(x, GroupMod::modify_select(group_id, buckets))
+            });
+        }
+        self.writes = writes;
+        self.writes.clear();
+        // GROUP_MODs succeed silently; forget them after a while so `pending` stays small.
+        if self.pending.len() > 4096 {
+            self.pending
+                .retain(|_, p| !matches!(p, Pending::GroupMod(_)));
+        }
+    }
+
+    /// Whether the plan or the port list changed since the last call (the shell then
+    /// reconfigures the emulated CP).
+    pub fn take_plan_changed(&mut self) -> bool {
+        std::mem::take(&mut self.plan_changed)
+    }
+
+    /// The learned plan, if any.
+    pub fn plan(&self) -> Option<&Plan> {
+        self.plan.as_ref()
+    }
+
+    /// The policy (P per port).
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The ports the switch described.
+    pub fn ports(&self) -> &BTreeMap<PortNo, PortInfo> {
+        &self.ports
+    }
+
+    /// The switch's MAC, for the emulated CP's CNM source and CPID: the low 48 bits of the
+    /// datapath id (OVS derives the datapath id from a MAC by default).
+    pub fn switch_mac(&self) -> Option<MacAddr> {
+        self.datapath_id
+            .map(|d| MacAddr::from_u64(d & 0xffff_ffff_ffff))
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &SessionCounters {
+        &self.counters
+    }
+
+    /// A snapshot for the API.
+    pub fn status(&self) -> SessionStatus {
+        SessionStatus {
+            connected: self.connected,
+            plan_ready: self.plan.as_ref().is_some_and(|p| !p.is_empty()),
+            datapath_id: self.datapath_id,
+            role: self.connected.then_some(self.role),
+            ports: self
+                .policy
+                .probabilities()
+                .map(|(port, p)| PortStatus {
+                    port,
+                    p_percent: p,
+                    last_fb: self.policy.last_fb(port).unwrap_or(0),
+                })
+                .collect(),
+            groups: self
+                .planner
+                .groups()
+                .map(|dp| GroupStatus {
+                    group_id: dp.group_id,
+                    minimal_port: dp.minimal_port,
+                    weights: self
+                        .planner
+                        .installed(dp.group_id)
+                        .map(<[u16]>::to_vec)
+                        .unwrap_or_default(),
+                    pending: self.planner.is_pending(dp.group_id),
+                })
+                .collect(),
+            fb_avg: self.policy.fb_avg(),
+            counters: self.counters.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,437 @@
+//! Whole conversations with a fake switch: messages in, messages out.
+
+use super::*;
+use fabricflow_proto::cnm::Cpid;
+use fabricflow_proto::openflow::group::{Bucket, GroupType};
+use fabricflow_proto::openflow::instruction::Instruction;
+use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc};
+use fabricflow_proto::openflow::oxm::{Match, OxmField};
+use fabricflow_proto::openflow::packet::{PacketInReason, OFP_NO_BUFFER};
+use fabricflow_proto::openflow::symmetric::{ErrorMsg, GroupModFailedCode, RoleRequestFailedCode};
+
+const MS: u64 = 1_000_000;
+
+fn out(port: u32) -> Vec<Action> {
+    vec![Action::Output { port, max_len: 0 }]
+}
+
+fn session() -> Session {
+    let mut agent = AgentConfig::default();
+    agent.weights.min_update_interval_us = 0;
+    Session::new(SessionConfig::default(), &agent).unwrap()
+}
+
+fn drain(s: &mut Session) -> Vec<Message> {
+    s.poll_transmit().collect()
+}
+
+fn xid_of(msgs: &[Message], pred: impl Fn(&Body) -> bool) -> u32 {
+    msgs.iter().find(|m| pred(&m.body)).map(|m| m.xid).unwrap()
+}
+
+fn plan_groups() -> Vec<GroupDesc> {
+    vec![GroupDesc {
+        group_type: GroupType::Select,
+        group_id: 1003,
+        buckets: vec![
+            Bucket::new(255, out(3)),
+            Bucket::new(0, out(4)),
+            Bucket::new(1, out(3)),
+        ],
+    }]
+}
+
+fn plan_flows() -> Vec<FlowStats> {
+    let flow = |table: u8, actions: Vec<Action>| FlowStats {
+        table_id: table,
+        duration_sec: 0,
+        duration_nsec: 0,
+        priority: 100,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        flags: 0,
+        cookie: PlanConventions::default().cookie,
+        packet_count: 0,
+        byte_count: 0,
+        r#match: Match::new().with(OxmField::EthDst {
+            value: "02:00:00:07:00:00".parse().unwrap(),
+            mask: Some("ff:ff:ff:ff:00:00".parse().unwrap()),
+        }),
+        instructions: vec![Instruction::ApplyActions(actions)],
+    };
+    vec![flow(1, vec![Action::Group(1003)]), flow(2, out(5))]
+}
+
+/// Connects and answers the plan read; returns the session and the handshake.
+fn running(groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
+    let mut s = session();
+    s.on_connected(0);
+    let hs = drain(&mut s);
+    let gx = xid_of(
+        &hs,
+        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc)),
+    );
+    let fx = xid_of(
+        &hs,
+        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))),
+    );
+    s.on_message(
+        &Message::multipart_reply(gx, 0, MultipartReplyBody::GroupDesc(groups)),
+        MS,
+    );
+    s.on_message(
+        &Message::multipart_reply(fx, 0, MultipartReplyBody::Flow(plan_flows())),
+        MS,
+    );
+    (s, hs)
+}
+
+fn cnm_frame(qntz_fb: u8) -> Vec<u8> {
+    let sampled = fabricflow_proto::ethernet::EthernetFrame::new(
+        "02:00:00:07:00:01".parse().unwrap(),
+        "02:00:00:01:00:01".parse().unwrap(),
+        0x0800,
+        vec![0x45; 46],
+    );
+    let mut bytes = bytes::BytesMut::new();
+    sampled.encode_header(&mut bytes);
+    bytes.extend_from_slice(&[0x45; 46]);
+    let cp: MacAddr = "02:00:00:07:01:07".parse().unwrap();
+    Cnm::for_sampled_frame(&bytes, cp, Cpid::new(cp, 3), qntz_fb, 100, 10)
+        .unwrap()
+        .to_vec()
+}
+
+fn packet_in(port: u32, data: Vec<u8>) -> Message {
+    Message::new(
+        77,
+        Body::PacketIn(PacketIn {
+            buffer_id: OFP_NO_BUFFER,
+            total_len: u16::try_from(data.len()).unwrap(),
+            reason: PacketInReason::Action,
+            table_id: 0,
+            cookie: PlanConventions::default().cookie,
+            r#match: Match::new().with(OxmField::InPort(port)),
+            data,
+        }),
+    )
+}
+
+fn group_mods(msgs: &[Message]) -> Vec<GroupMod> {
+    msgs.iter()
+        .filter_map(|m| match &m.body {
+            Body::GroupMod(g) => Some(g.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn handshake_configures_the_connection_and_reads_the_plan() {
+    let mut s = session();
+    assert_eq!(s.next_deadline_ns(), None);
+    s.on_connected(0);
+    let names: Vec<&str> = drain(&mut s).iter().map(|m| m.body.name()).collect();
+    assert_eq!(names.len(), 8, "{names:?}");
+    let msgs = {
+        let mut s = session();
+        s.on_connected(0);
+        drain(&mut s)
+    };
+    assert!(matches!(msgs[0].body, Body::Hello(_)));
+    assert!(matches!(msgs[1].body, Body::FeaturesRequest));
+    assert!(matches!(&msgs[2].body, Body::SetConfig(c) if c.miss_send_len == 0xffff));
+    assert!(matches!(&msgs[3].body, Body::SetControllerId(c) if c.controller_id == 0x0fab));
+    assert!(matches!(&msgs[4].body, Body::RoleRequest(r) if r.role == ControllerRole::Equal));
+    assert!(matches!(&msgs[6].body, Body::MultipartRequest(_)));
+    match &msgs[7].body {
+        Body::MultipartRequest(r) => match &r.body {
+            fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(f) => {
+                assert_eq!(f.cookie, 0x0fab_f10a_0000_0001);
+                assert_eq!(f.cookie_mask, u64::MAX);
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+    // Echo is answered.
+    let echo = Message::echo_request(5, vec![1, 2]);
+    s.on_message(&echo, 1);
+    assert!(matches!(drain(&mut s)[0].body, Body::EchoReply(_)));
+}
+
+#[test]
+fn learns_the_plan_then_a_cnm_on_a_fabric_port_rewrites_weights_keeping_structure() {
+    let (mut s, _) = running(plan_groups());
+    assert!(s.status().plan_ready);
+    assert!(
+        drain(&mut s).is_empty(),
+        "installed weights match P = 100: nothing to write"
+    );
+    assert_eq!(s.policy().ports(), &[3, 4, 5]);
+    s.on_message(&packet_in(3, cnm_frame(63)), 2 * MS);
+    let p = s.policy().p_percent(3).unwrap();
+    assert!((p - 50.78125).abs() < 1e-9, "{p}");
+    let sent = drain(&mut s);
+    let mods = group_mods(&sent);
+    assert_eq!(mods.len(), 1);
+    let m = &mods[0];
+    assert_eq!(
+        m.command,
+        fabricflow_proto::openflow::group::GroupModCommand::Modify
+    );
+    assert_eq!(m.group_type, GroupType::Select);
+    assert_eq!(m.group_id, 1003);
+    assert_eq!(m.weights(), vec![129, 126, 1]);
+    let structure: Vec<_> = m
+        .buckets
+        .iter()
+        .map(|b| (b.actions.clone(), b.watch_port, b.watch_group))
+        .collect();
+    let expected: Vec<_> = plan_groups()[0]
+        .buckets
+        .iter()
+        .map(|b| (b.actions.clone(), b.watch_port, b.watch_group))
+        .collect();
+    assert_eq!(structure, expected);
+    assert_eq!(s.counters().cnm_received, 1);
+    assert_eq!(s.counters().group_mods_sent, 1);
+    assert_eq!(s.status().groups[0].weights, vec![129, 126, 1]);
+}
+
+#[test]
+fn cnms_from_host_ports_malformed_or_before_the_plan_are_counted_and_dropped() {
+    let mut s = session();
+    s.on_connected(0);
+    drain(&mut s);
+    s.on_message(&packet_in(3, cnm_frame(63)), MS);
+    assert_eq!(s.counters().cnm_dropped.get(&DropReason::NoPlan), Some(&1));
+
+    let (mut s, _) = running(plan_groups());
+    drain(&mut s);
+    // Port 1 is a host port: not in any bucket nor transit flow.
+    s.on_message(&packet_in(1, cnm_frame(63)), 2 * MS);
+    // Version 1: malformed.
+    let mut bad = cnm_frame(63);
+    bad[14] = 0x10;
+    s.on_message(&packet_in(3, bad), 3 * MS);
+    // Truncated by the switch.
+    let full = cnm_frame(63);
+    let mut pi = packet_in(3, full[..20].to_vec());
+    if let Body::PacketIn(p) = &mut pi.body {
+        p.total_len = 60;
+    }
+    s.on_message(&pi, 4 * MS);
+    // Not a CNM at all.
+    let mut arp = cnm_frame(1);
+    arp[12] = 0x08;
+    arp[13] = 0x06;
+    s.on_message(&packet_in(4, arp), 5 * MS);
+    // No IN_PORT.
+    let mut nip = packet_in(3, cnm_frame(63));
+    if let Body::PacketIn(p) = &mut nip.body {
+        p.r#match = Match::new();
+    }
+    s.on_message(&nip, 6 * MS);
+    let d = &s.counters().cnm_dropped;
+    assert_eq!(d.get(&DropReason::NotFabricPort), Some(&1));
+    assert_eq!(d.get(&DropReason::Malformed), Some(&1));
+    assert_eq!(d.get(&DropReason::Truncated), Some(&1));
+    assert_eq!(d.get(&DropReason::NotCnm), Some(&1));
+    assert_eq!(d.get(&DropReason::NoInPort), Some(&1));
+    assert_eq!(s.counters().cnm_received, 0);
+    assert_eq!(s.policy().p_percent(3), Some(100.0));
+    assert!(group_mods(&drain(&mut s)).is_empty());
+}
+
+#[test]
+fn a_switch_without_the_plan_is_waited_for() {
+    let (mut s, _) = running(vec![]);
+    assert!(!s.status().plan_ready);
+    assert!(s.take_plan_changed());
+    // The next read comes at the refresh period.
+    let t = s.next_deadline_ns().unwrap();
+    assert!(t <= 5_000 * MS);
+    s.on_timer(5_000 * MS + MS);
+    let msgs = drain(&mut s);
+    assert!(msgs.iter().any(|m| matches!(&m.body, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc))));
+}
+
+#[test]
+fn role_rejection_is_tolerated_and_group_mod_errors_trigger_a_plan_read() {
+    let (mut s, hs) = running(plan_groups());
+    let rx = xid_of(&hs, |b| matches!(b, Body::RoleRequest(_)));
+    s.on_message(
+        &Message::new(
+            rx,
+            Body::Error(ErrorMsg {
+                error: ErrorType::RoleRequestFailed(RoleRequestFailedCode::Unsup),
+                data: vec![],
+            }),
+        ),
+        MS,
+    );
+    assert_eq!(s.status().role, Some(RoleState::Rejected));
+    drain(&mut s);
+    s.on_message(&packet_in(3, cnm_frame(63)), 2 * MS);
+    let sent = drain(&mut s);
+    let gm = xid_of(&sent, |b| matches!(b, Body::GroupMod(_)));
+    s.on_message(
+        &Message::new(
+            gm,
+            Body::Error(ErrorMsg {
+                error: ErrorType::GroupModFailed(GroupModFailedCode::UnknownGroup),
+                data: vec![],
+            }),
+        ),
+        3 * MS,
+    );
+    assert_eq!(s.counters().group_mod_errors, 1);
+    let again = drain(&mut s);
+    assert!(again.iter().any(|m| matches!(&m.body, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc))));
+}
+
+#[test]
+fn port_stats_deltas_feed_the_byte_counter() {
+    let (mut s, _) = running(plan_groups());
+    s.on_message(&packet_in(3, cnm_frame(63)), 2 * MS);
+    drain(&mut s);
+    let stats = |tx: u64| {
+        MultipartReplyBody::PortStats(vec![PortStats {
+            port_no: 3,
+            tx_bytes: tx,
+            ..PortStats::default()
+        }])
+    };
+    for (i, tx) in [1_000u64, 1_000 + 3 * 150_000].into_iter().enumerate() {
+        let now = (200 + 100 * i as u64) * MS;
+        s.on_timer(now);
+        let msgs = drain(&mut s);
+        let x = xid_of(
+            &msgs,
+            |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::PortStats { .. })),
+        );
+        s.on_message(&Message::multipart_reply(x, 0, stats(tx)), now);
+    }
+    let p = s.policy().p_percent(3).unwrap();
+    assert!(
+        (p - 53.78125).abs() < 1e-9,
+        "three increases of 1 point: {p}"
+    );
+    assert!(!group_mods(&drain(&mut s)).is_empty());
+}
+
+#[test]
+fn relearning_an_unchanged_plan_writes_nothing_and_keeps_p() {
+    let (mut s, _) = running(plan_groups());
+    s.on_message(&packet_in(3, cnm_frame(63)), 2 * MS);
+    drain(&mut s);
+    // Reconnect (bridge re-created with the weights we wrote).
+    s.on_disconnected();
+    s.on_connected(10 * MS);
+    let hs = drain(&mut s);
+    let gx = xid_of(
+        &hs,
+        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc)),
+    );
+    let fx = xid_of(
+        &hs,
+        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))),
+    );
+    let mut g = plan_groups();
+    for (b, w) in g[0].buckets.iter_mut().zip([129, 126, 1]) {
+        b.weight = w;
+    }
+    s.on_message(
+        &Message::multipart_reply(gx, 0, MultipartReplyBody::GroupDesc(g)),
+        11 * MS,
+    );
+    s.on_message(
+        &Message::multipart_reply(fx, 0, MultipartReplyBody::Flow(plan_flows())),
+        11 * MS,
+    );
+    assert!(group_mods(&drain(&mut s)).is_empty());
+    assert!((s.policy().p_percent(3).unwrap() - 50.78125).abs() < 1e-9);
+    // A re-created bridge with the controller's initial weights gets P's weights back.
+    s.on_disconnected();
+    s.on_connected(20 * MS);
+    let hs = drain(&mut s);
+    let gx = xid_of(
+        &hs,
+        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc)),
+    );
+    let fx = xid_of(
+        &hs,
+        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))),
+    );
+    s.on_message(
+        &Message::multipart_reply(gx, 0, MultipartReplyBody::GroupDesc(plan_groups())),
+        21 * MS,
+    );
+    s.on_message(
+        &Message::multipart_reply(fx, 0, MultipartReplyBody::Flow(plan_flows())),
+        21 * MS,
+    );
+    let mods = group_mods(&drain(&mut s));
+    assert_eq!(mods.len(), 1);
+    assert_eq!(mods[0].weights(), vec![129, 126, 1]);
+}
+
+#[test]
+fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
+    let mut agent = AgentConfig::default();
+    agent.weights.min_update_interval_us = 0;
+    agent.policy.variant = crate::policy::Variant::SourceProcessing;
+    let mut s = Session::new(SessionConfig::default(), &agent).unwrap();
+    s.on_connected(0);
+    let hs = drain(&mut s);
+    let gx = xid_of(
+        &hs,
+        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc)),
+    );
+    let fx = xid_of(
+        &hs,
+        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))),
+    );
+    s.on_message(
+        &Message::multipart_reply(gx, 0, MultipartReplyBody::GroupDesc(plan_groups())),
+        MS,
+    );
+    s.on_message(
+        &Message::multipart_reply(fx, 0, MultipartReplyBody::Flow(plan_flows())),
+        MS,
+    );
+    drain(&mut s);
+    let frame = cnm_frame(40);
+    // Culprit towards group 7, whose decision point is port 3.
+    s.on_message(&Message::hello(1), MS);
+    s.inject_cnm(
+        frame.clone(),
+        "02:00:00:07:00:01".parse().unwrap(),
+        40,
+        2 * MS,
+    );
+    let sent = drain(&mut s);
+    let po = sent
+        .iter()
+        .find_map(|m| match &m.body {
+            Body::PacketOut(p) => Some(p.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(po.in_port, OFPP_CONTROLLER);
+    assert_eq!(
+        po.actions,
+        vec![Action::Output {
+            port: OFPP_TABLE,
+            max_len: 0
+        }]
+    );
+    assert_eq!(po.data, frame);
+    assert!(s.policy().p_percent(3).unwrap() < 100.0);
+    assert_eq!(s.counters().cnm_generated_charged, 1);
+    // Same-group culprit (not in the inject table): injected, not charged.
+    s.inject_cnm(frame, "02:00:00:01:00:02".parse().unwrap(), 40, 3 * MS);
+    assert_eq!(s.counters().cnm_generated, 2);
+    assert_eq!(s.counters().cnm_generated_charged, 1);
+}

@@ -1,0 +1,446 @@
+//! Controller configuration (TOML or YAML, chosen by the file's extension).
+//!
+//! ```toml
+//! fabric = "dragonfly:p=2,a=4,h=2"
+//! openflow_listen = "0.0.0.0:6653"
+//! http_listen = "127.0.0.1:9653"
+//! store = "memory"                  # or "etcd://10.0.0.1:2379,10.0.0.2:2379"
+//! log_format = "text"               # or "json"
+//! cookie = 0x00fff10f00000001        # TOML accepts hex integers
+//! agent_controller_id = 7
+//! [tls]                             # optional
+//! cert = "/etc/fabricflow/controller.crt"
+//! key = "/etc/fabricflow/controller.key"
+//! client_ca = "/etc/fabricflow/switch-ca.crt"   # optional: verify switch certificates
+//! ```
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::session::SessionConfig;
+
+/// Why a configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config {path}: unknown extension (use .toml, .yaml or .yml)")]
+    UnknownExtension { path: PathBuf },
+    #[error("config {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("config field `{field}`: {reason}")]
+    Invalid { field: &'static str, reason: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// OpenFlow over TLS.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM server certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+    /// PEM CA bundle: when set, switches must present a certificate it signed.
+    #[serde(default)]
+    pub client_ca: Option<PathBuf>,
+}
+
+/// Where state lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreSpec {
+    Memory,
+    /// etcd endpoints as `http://host:port`.
+    Etcd(Vec<String>),
+}
+
+impl StoreSpec {
+    pub fn parse(s: &str) -> Result<StoreSpec, ConfigError> {
+        if s.is_empty() || s == "memory" {
+            return Ok(StoreSpec::Memory);
+        }
+        let Some(rest) = s.strip_prefix("etcd://") else {
+            return Err(ConfigError::Invalid {
+                field: "store",
+                reason: format!("`{s}`: expected `memory` or `etcd://HOST:PORT[,HOST:PORT…]`"),
+            });
+        };
+        let eps: Vec<String> = rest
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(|e| format!("http://{e}"))
+            .collect();
+        if eps.is_empty() {
+            return Err(ConfigError::Invalid {
+                field: "store",
+                reason: "etcd:// needs at least one HOST:PORT".into(),
+            });
+        }
+        for e in rest.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let port_ok = e
+                .rsplit_once(':')
+                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+            if !port_ok {
+                return Err(ConfigError::Invalid {
+                    field: "store",
+                    reason: format!("etcd endpoint `{e}` is not HOST:PORT"),
+                });
+            }
+        }
+        Ok(StoreSpec::Etcd(eps))
+    }
+}
+
+fn default_of_listen() -> SocketAddr {
+    SocketAddr::from(([0, 0, 0, 0], 6653))
+}
+fn default_http_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 9653))
+}
+fn default_store() -> String {
+    "memory".into()
+}
+fn default_cookie() -> u64 {
+    0x00ff_f10f_0000_0001
+}
+fn default_agent_id() -> u16 {
+    7
+}
+fn default_group_min() -> u32 {
+    1000
+}
+fn default_group_max() -> u32 {
+    999_999
+}
+fn default_echo_ms() -> u64 {
+    5000
+}
+fn default_echo_timeout_ms() -> u64 {
+    15000
+}
+fn default_handshake_ms() -> u64 {
+    10000
+}
+fn default_partial_ms() -> u64 {
+    10000
+}
+fn default_echo_rate() -> u32 {
+    100
+}
+fn default_lldp_ms() -> u64 {
+    1000
+}
+fn default_lldp_missing() -> u32 {
+    3
+}
+fn default_lease_s() -> i64 {
+    3
+}
+fn default_max_len() -> usize {
+    65535
+}
+fn default_controller_id() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "controller".into());
+    format!("{host}-{}", std::process::id())
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Fabric description handed to the planner (opaque here), e.g. `dragonfly:p=2,a=4,h=2`.
+    pub fabric: String,
+    #[serde(default = "default_of_listen")]
+    pub openflow_listen: SocketAddr,
+    #[serde(default)]
+    pub tls: Option<TlsConfig>,
+    /// `memory` or `etcd://HOST:PORT[,HOST:PORT…]`.
+    #[serde(default = "default_store")]
+    pub store: String,
+    #[serde(default = "default_http_listen")]
+    pub http_listen: SocketAddr,
+    #[serde(default)]
+    pub log_format: LogFormat,
+    /// Cookie of every controller flow.
+    #[serde(default = "default_cookie")]
+    pub cookie: u64,
+    /// Controller id (NXT_SET_CONTROLLER_ID) the agents use; the planner's CNM rules send to it.
+    #[serde(default = "default_agent_id")]
+    pub agent_controller_id: u16,
+    /// Group ids owned by the controller (installed groups in range and not planned are deleted).
+    #[serde(default = "default_group_min")]
+    pub group_id_min: u32,
+    #[serde(default = "default_group_max")]
+    pub group_id_max: u32,
+    /// This controller's name in the leader election and the API.
+    #[serde(default = "default_controller_id")]
+    pub controller_id: String,
+    #[serde(default = "default_echo_ms")]
+    pub echo_interval_ms: u64,
+    #[serde(default = "default_echo_timeout_ms")]
+    pub echo_timeout_ms: u64,
+    #[serde(default = "default_handshake_ms")]
+    pub handshake_timeout_ms: u64,
+    #[serde(default = "default_partial_ms")]
+    pub partial_message_timeout_ms: u64,
+    #[serde(default = "default_echo_rate")]
+    pub max_echo_requests_per_sec: u32,
+    #[serde(default = "default_max_len")]
+    pub max_message_len: usize,
+    #[serde(default = "default_lldp_ms")]
+    pub lldp_interval_ms: u64,
+    /// A link end that hears no LLDP for this many periods is failed.
+    #[serde(default = "default_lldp_missing")]
+    pub lldp_missing_periods: u32,
+    /// etcd lease TTL (seconds): a dead leader is replaced about this long after it stops.
+    #[serde(default = "default_lease_s")]
+    pub etcd_lease_ttl_s: i64,
+    /// Initial probability (percent) of routing minimally, written into new SELECT groups'
+    /// weights; the agents own the weights afterwards. 100 = minimal, 0 = Valiant.
+    #[serde(default = "default_p_minimal")]
+    pub p_minimal_percent: f64,
+    /// Decision-point group id = `group_base` + minimal port.
+    #[serde(default = "default_group_base")]
+    pub group_base: u32,
+    /// The /8 network of the hosts' IPv4 addresses (`10.G.S.H` with the default).
+    #[serde(default = "default_ipv4_base")]
+    pub ipv4_base: std::net::Ipv4Addr,
+    /// Lossless mode: push this VLAN id at injection and assign PCP by hop phase.
+    #[serde(default)]
+    pub lossless_vlan: Option<u16>,
+}
+
+fn default_p_minimal() -> f64 {
+    100.0
+}
+
+fn default_group_base() -> u32 {
+    crate::plan::DEFAULT_GROUP_BASE
+}
+
+fn default_ipv4_base() -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::new(10, 0, 0, 0)
+}
+
+impl Config {
+    /// Loads and validates `path` (`.toml`, `.yaml`, `.yml`).
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let cfg: Config = match ext {
+            "toml" => toml::from_str(&text).map_err(|e| ConfigError::Parse {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?,
+            "yaml" | "yml" => serde_yaml::from_str(&text).map_err(|e| ConfigError::Parse {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?,
+            _ => {
+                return Err(ConfigError::UnknownExtension {
+                    path: path.to_path_buf(),
+                })
+            }
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// A configuration with every default (tests).
+    pub fn with_fabric(fabric: &str) -> Config {
+        // Only `fabric` is required, so this cannot fail.
+        toml::from_str(&format!("fabric = {fabric:?}")).unwrap_or_else(|_| Config {
+            fabric: fabric.into(),
+            openflow_listen: default_of_listen(),
+            tls: None,
+            store: default_store(),
+            http_listen: default_http_listen(),
+            log_format: LogFormat::Text,
+            cookie: default_cookie(),
+            agent_controller_id: default_agent_id(),
+            group_id_min: default_group_min(),
+            group_id_max: default_group_max(),
+            controller_id: default_controller_id(),
+            echo_interval_ms: default_echo_ms(),
+            echo_timeout_ms: default_echo_timeout_ms(),
+            handshake_timeout_ms: default_handshake_ms(),
+            partial_message_timeout_ms: default_partial_ms(),
+            max_echo_requests_per_sec: default_echo_rate(),
+            max_message_len: default_max_len(),
+            lldp_interval_ms: default_lldp_ms(),
+            lldp_missing_periods: default_lldp_missing(),
+            etcd_lease_ttl_s: default_lease_s(),
+            p_minimal_percent: default_p_minimal(),
+            group_base: default_group_base(),
+            ipv4_base: default_ipv4_base(),
+            lossless_vlan: None,
+        })
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.fabric.trim().is_empty() {
+            return Err(ConfigError::Invalid {
+                field: "fabric",
+                reason: "empty".into(),
+            });
+        }
+        StoreSpec::parse(&self.store)?;
+        if self.cookie == 0 {
+            return Err(ConfigError::Invalid {
+                field: "cookie",
+                reason: "0 would claim every cookie-less rule".into(),
+            });
+        }
+        if !(0.0..=100.0).contains(&self.p_minimal_percent) {
+            return Err(ConfigError::Invalid {
+                field: "p_minimal_percent",
+                reason: "must be within 0..=100".into(),
+            });
+        }
+        if self.group_base < self.group_id_min || self.group_base > self.group_id_max {
+            return Err(ConfigError::Invalid {
+                field: "group_base",
+                reason: "must lie in group_id_min..=group_id_max, or the controller would not own its own groups".into(),
+            });
+        }
+        if self.group_id_min > self.group_id_max {
+            return Err(ConfigError::Invalid {
+                field: "group_id_min",
+                reason: "greater than group_id_max".into(),
+            });
+        }
+        if !(64..=65535).contains(&self.max_message_len) {
+            return Err(ConfigError::Invalid {
+                field: "max_message_len",
+                reason: "must be within 64..=65535".into(),
+            });
+        }
+        if self.lldp_interval_ms == 0 || self.echo_interval_ms == 0 {
+            return Err(ConfigError::Invalid {
+                field: "lldp_interval_ms",
+                reason: "intervals must be > 0".into(),
+            });
+        }
+        if self.etcd_lease_ttl_s < 1 {
+            return Err(ConfigError::Invalid {
+                field: "etcd_lease_ttl_s",
+                reason: "must be ≥ 1".into(),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn store_spec(&self) -> Result<StoreSpec, ConfigError> {
+        StoreSpec::parse(&self.store)
+    }
+
+    /// The session settings this configuration implies.
+    pub fn session(&self) -> SessionConfig {
+        SessionConfig {
+            cookie: self.cookie,
+            owned_groups: self.group_id_min..=self.group_id_max,
+            max_message_len: self.max_message_len,
+            handshake_timeout: Duration::from_millis(self.handshake_timeout_ms),
+            echo_interval: Duration::from_millis(self.echo_interval_ms),
+            echo_timeout: Duration::from_millis(self.echo_timeout_ms),
+            partial_message_timeout: Duration::from_millis(self.partial_message_timeout_ms),
+            max_echo_requests_per_sec: self.max_echo_requests_per_sec,
+            lldp_interval: Duration::from_millis(self.lldp_interval_ms),
+            ..SessionConfig::default()
+        }
+    }
+
+    pub fn lldp_missing_after(&self) -> Duration {
+        Duration::from_millis(self.lldp_interval_ms * u64::from(self.lldp_missing_periods))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(name: &str, text: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("ffcfg-{}-{name}", std::process::id()));
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn toml_and_yaml() {
+        let t = write(
+            "a.toml",
+            "fabric = \"dragonfly:p=2,a=4,h=2\"\ncookie = 0x10\nstore = \"etcd://127.0.0.1:2379,h:1\"\n[tls]\ncert = \"c\"\nkey = \"k\"\n",
+        );
+        let c = Config::load(&t).unwrap();
+        assert_eq!(c.cookie, 16);
+        assert_eq!(
+            c.store_spec().unwrap(),
+            StoreSpec::Etcd(vec!["http://127.0.0.1:2379".into(), "http://h:1".into()])
+        );
+        assert_eq!(c.tls.unwrap().client_ca, None);
+        let y = write(
+            "b.yaml",
+            "fabric: x\nlog_format: json\nhttp_listen: 0.0.0.0:1\n",
+        );
+        let c = Config::load(&y).unwrap();
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.store_spec().unwrap(), StoreSpec::Memory);
+    }
+
+    #[test]
+    fn typed_errors() {
+        assert!(matches!(
+            Config::load(&write("c.ini", "")),
+            Err(ConfigError::UnknownExtension { .. })
+        ));
+        assert!(matches!(
+            Config::load(Path::new("/nonexistent/x.toml")),
+            Err(ConfigError::Read { .. })
+        ));
+        assert!(matches!(
+            Config::load(&write("d.toml", "fabric = 1")),
+            Err(ConfigError::Parse { .. })
+        ));
+        assert!(matches!(
+            Config::load(&write("e.toml", "fabric = \"x\"\nbogus = 1")),
+            Err(ConfigError::Parse { .. })
+        ));
+        assert!(matches!(
+            Config::load(&write("f.toml", "fabric = \"x\"\nstore = \"redis://a\"")),
+            Err(ConfigError::Invalid { field: "store", .. })
+        ));
+        assert!(matches!(
+            Config::load(&write(
+                "g.toml",
+                "fabric = \"x\"\nstore = \"etcd://nohost\""
+            )),
+            Err(ConfigError::Invalid { field: "store", .. })
+        ));
+        assert!(matches!(
+            Config::load(&write("h.toml", "fabric = \"x\"\ncookie = 0")),
+            Err(ConfigError::Invalid {
+                field: "cookie",
+                ..
+            })
+        ));
+    }
+}

@@ -1,0 +1,719 @@
+//! The tokio shell: accepts switch connections (TCP or TLS), moves bytes between sockets and
+//! [`Session`]s, keeps link health, re-plans on failures, runs the store/election, and serves
+//! HTTP. All protocol decisions live in the sans-IO session and the pure sync code.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::BytesMut;
+use serde::Serialize;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tracing::{debug, info, warn};
+
+use crate::config::{Config, StoreSpec};
+use crate::desired::{DesiredSwitch, Endpoint, LinkId, PlanSource};
+use crate::metrics::Metrics;
+use crate::session::{CloseReason, Event, RoleWanted, Session, SessionConfig};
+use crate::store::etcd::EtcdStore;
+use crate::store::memory::MemoryStore;
+use crate::store::{Leadership, Store};
+use crate::sync::links::{LinkMonitor, LinkReport};
+
+/// Why the service could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("config: {0}")]
+    Config(#[from] crate::config::ConfigError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("store: {0}")]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// One plan: every switch's desired state for one failed-link set.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub version: u64,
+    pub failed: BTreeSet<LinkId>,
+    pub switches: BTreeMap<u64, Arc<DesiredSwitch>>,
+}
+
+/// A switch as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SwitchStatus {
+    pub dpid: String,
+    pub name: Option<String>,
+    pub known: bool,
+    pub connected: bool,
+    pub peer: Option<String>,
+    pub role: Option<RoleWanted>,
+    pub synced: bool,
+    pub last_sync_ms: Option<f64>,
+    pub last_sync_flow_mods: Option<usize>,
+    pub flow_mods_sent: u64,
+    pub group_mods_sent: u64,
+    pub last_close_reason: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    links: LinkMonitor,
+    switches: BTreeMap<u64, SwitchStatus>,
+    /// Connection ids per dpid currently up (a switch may reconnect before the old one closes).
+    conns: BTreeMap<u64, BTreeSet<u64>>,
+    recent_closes: VecDeque<(String, String)>,
+}
+
+/// State shared by every task.
+pub struct Shared {
+    pub cfg: Config,
+    session_cfg: SessionConfig,
+    planner: Arc<dyn PlanSource>,
+    state: Mutex<State>,
+    pub metrics: Metrics,
+    store: Arc<dyn Store>,
+    plan: watch::Sender<Arc<Plan>>,
+    leadership: watch::Receiver<Leadership>,
+    started: SystemTime,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("fabric", &self.cfg.fabric)
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock is a bug elsewhere; keep serving.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The current plan.
+    pub fn plan(&self) -> Arc<Plan> {
+        self.plan.borrow().clone()
+    }
+
+    pub fn leadership(&self) -> Leadership {
+        *self.leadership.borrow()
+    }
+
+    pub fn store_kind(&self) -> &'static str {
+        self.store.kind()
+    }
+
+    pub fn store_healthy(&self) -> bool {
+        self.store.healthy()
+    }
+
+    /// Every planned switch plus unknown connected dpids.
+    pub fn switches(&self) -> Vec<SwitchStatus> {
+        let plan = self.plan();
+        let st = self.state();
+        let mut out: BTreeMap<u64, SwitchStatus> = plan
+            .switches
+            .iter()
+            .map(|(dpid, d)| {
+                (
+                    *dpid,
+                    SwitchStatus {
+                        dpid: format!("{dpid:016x}"),
+                        name: Some(d.name.clone()),
+                        known: true,
+                        connected: false,
+                        peer: None,
+                        role: None,
+                        synced: false,
+                        last_sync_ms: None,
+                        last_sync_flow_mods: None,
+                        flow_mods_sent: 0,
+                        group_mods_sent: 0,
+                        last_close_reason: None,
+                    },
+                )
+            })
+            .collect();
+        for (dpid, s) in &st.switches {
+            out.insert(*dpid, s.clone());
+        }
+        out.into_values().collect()
+    }
+
+    pub fn links(&self) -> Vec<LinkReport> {
+        self.state().links.report()
+    }
+
+    pub fn recent_closes(&self) -> Vec<(String, String)> {
+        self.state().recent_closes.iter().cloned().collect()
+    }
+
+    /// Recomputes the plan from the current failed-link set; sessions resync the switches
+    /// whose desired state changed.
+    pub fn replan(&self) {
+        let failed = self.state().links.failed();
+        let mut switches = self.planner.plan(&failed);
+        let old = self.plan();
+        let mut next = BTreeMap::new();
+        for (dpid, d) in std::mem::take(&mut switches) {
+            // Keep the old Arc for an unchanged switch (cheap comparisons downstream).
+            let arc = match old.switches.get(&dpid) {
+                Some(o) if **o == d => o.clone(),
+                _ => Arc::new(d),
+            };
+            next.insert(dpid, arc);
+        }
+        let changed: Vec<String> = next
+            .iter()
+            .filter(|(k, v)| old.switches.get(k).is_none_or(|o| !Arc::ptr_eq(o, v)))
+            .map(|(k, _)| format!("{k:016x}"))
+            .collect();
+        self.metrics.replans.inc();
+        info!(
+            failed_links = failed.len(),
+            changed_switches = changed.len(),
+            "re-planned"
+        );
+        self.plan.send_replace(Arc::new(Plan {
+            version: old.version + 1,
+            failed,
+            switches: next,
+        }));
+        self.update_link_metrics();
+    }
+
+    fn update_link_metrics(&self) {
+        let [up, down, missing, miswired] = self.state().links.counts();
+        let m = &self.metrics;
+        m.links_up.set(up as i64);
+        m.links_down.set(down as i64);
+        m.links_lldp_missing.set(missing as i64);
+        m.links_miswired.set(miswired as i64);
+    }
+
+    fn update_switch_metrics(&self) {
+        let plan = self.plan();
+        let st = self.state();
+        let connected = st.switches.values().filter(|s| s.connected).count();
+        let unknown = st
+            .switches
+            .values()
+            .filter(|s| s.connected && !s.known)
+            .count();
+        let synced: Vec<u64> = st
+            .switches
+            .iter()
+            .filter(|(_, s)| s.connected && s.synced)
+            .map(|(d, _)| *d)
+            .collect();
+        drop(st);
+        let (flows, groups) = synced
+            .iter()
+            .filter_map(|d| plan.switches.get(d))
+            .fold((0, 0), |(f, g), d| (f + d.flows.len(), g + d.groups.len()));
+        let m = &self.metrics;
+        m.switches_connected.set(connected as i64);
+        m.switches_unknown.set(unknown as i64);
+        m.switches_synced.set(synced.len() as i64);
+        m.flows_installed.set(flows as i64);
+        m.groups_installed.set(groups as i64);
+    }
+
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed().unwrap_or_default()
+    }
+}
+
+fn role_for(l: Leadership) -> RoleWanted {
+    match l {
+        Leadership::Standalone => RoleWanted::Equal,
+        Leadership::Leader { generation } => RoleWanted::Master { generation },
+        Leadership::Follower { generation } => RoleWanted::Slave { generation },
+    }
+}
+
+/// A running controller. Dropping it (or [`shutdown`](Self::shutdown)) stops every task
+/// abruptly, like a crash: switches keep their rules (fail-mode secure).
+#[derive(Debug)]
+pub struct Controller {
+    pub shared: Arc<Shared>,
+    pub openflow_addr: SocketAddr,
+    pub http_addr: SocketAddr,
+    tasks: JoinSet<()>,
+}
+
+impl Controller {
+    /// Starts the controller with `planner` as its plan source.
+    pub async fn start(
+        cfg: Config,
+        planner: Arc<dyn PlanSource>,
+    ) -> Result<Controller, ServiceError> {
+        cfg.validate()?;
+        let store: Arc<dyn Store> = match cfg.store_spec()? {
+            StoreSpec::Memory => Arc::new(MemoryStore::default()),
+            StoreSpec::Etcd(eps) => Arc::new(
+                EtcdStore::connect(eps, cfg.controller_id.clone(), cfg.etcd_lease_ttl_s).await?,
+            ),
+        };
+        let tls = match &cfg.tls {
+            Some(t) => Some(crate::http::tls_acceptor(t).map_err(ServiceError::Tls)?),
+            None => None,
+        };
+        let links = planner.links();
+        let shared = Arc::new(Shared {
+            session_cfg: cfg.session(),
+            planner,
+            state: Mutex::new(State {
+                links: LinkMonitor::new(&links, cfg.lldp_missing_after()),
+                ..State::default()
+            }),
+            metrics: Metrics::default(),
+            leadership: store.leadership(),
+            store,
+            plan: watch::Sender::new(Arc::new(Plan::default())),
+            started: SystemTime::now(),
+            cfg,
+        });
+        shared.replan();
+
+        let of = TcpListener::bind(shared.cfg.openflow_listen)
+            .await
+            .map_err(|source| ServiceError::Listen {
+                addr: shared.cfg.openflow_listen,
+                source,
+            })?;
+        let openflow_addr = of.local_addr().map_err(|source| ServiceError::Listen {
+            addr: shared.cfg.openflow_listen,
+            source,
+        })?;
+        let http = TcpListener::bind(shared.cfg.http_listen)
+            .await
+            .map_err(|source| ServiceError::Listen {
+                addr: shared.cfg.http_listen,
+                source,
+            })?;
+        let http_addr = http.local_addr().map_err(|source| ServiceError::Listen {
+            addr: shared.cfg.http_listen,
+            source,
+        })?;
+        info!(%openflow_addr, %http_addr, store = shared.store.kind(), tls = tls.is_some(),
+              fabric = %shared.cfg.fabric, "controller started");
+
+        let mut tasks = JoinSet::new();
+        tasks.spawn(accept_loop(shared.clone(), of, tls));
+        tasks.spawn(crate::http::serve(shared.clone(), http));
+        tasks.spawn(housekeeping(shared.clone()));
+        Ok(Controller {
+            shared,
+            openflow_addr,
+            http_addr,
+            tasks,
+        })
+    }
+
+    /// Stops every task at once (sockets close; no goodbye to switches or etcd).
+    pub async fn shutdown(mut self) {
+        self.tasks.shutdown().await;
+    }
+
+    /// Runs until a task ends (they do not, normally) or Ctrl-C.
+    pub async fn wait(mut self) {
+        tokio::select! {
+            _ = self.tasks.join_next() => {}
+            _ = tokio::signal::ctrl_c() => info!("interrupted: stopping"),
+        }
+        self.tasks.shutdown().await;
+    }
+}
+
+/// Periodic work: link-liveness tick, leadership metrics, store publication.
+async fn housekeeping(shared: Arc<Shared>) {
+    let period = Duration::from_millis(shared.cfg.lldp_interval_ms).min(Duration::from_secs(1));
+    let mut tick = tokio::time::interval(period);
+    let mut leadership = shared.leadership.clone();
+    let mut last_publish = Instant::now() - Duration::from_secs(3600);
+    let mut published_fabric = false;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = leadership.changed() => {}
+        }
+        let l = *leadership.borrow_and_update();
+        let m = &shared.metrics;
+        m.leader.set(i64::from(l.writes()));
+        m.generation.set(match l {
+            Leadership::Leader { generation } | Leadership::Follower { generation } => generation,
+            Leadership::Standalone => 0,
+        });
+        m.store_up.set(i64::from(shared.store.healthy()));
+        let changed = shared.state().links.tick(Instant::now());
+        if changed {
+            for l in shared.links() {
+                if !l.lldp_missing.is_empty() {
+                    warn!(link = %l.id, ends = ?l.lldp_missing, "LLDP missing: link treated as failed");
+                }
+            }
+            shared.replan();
+        }
+        // Only the writer publishes (followers would race it with stale views).
+        if l.writes() && last_publish.elapsed() >= Duration::from_secs(2) {
+            last_publish = Instant::now();
+            let mut kvs = Vec::new();
+            if !published_fabric {
+                kvs.push(("fabric".to_string(), shared.cfg.fabric.clone()));
+            }
+            for link in shared.links() {
+                kvs.push((
+                    format!("links/{}", link.id),
+                    serde_json::to_string(&link).unwrap_or_default(),
+                ));
+            }
+            for s in shared.switches() {
+                kvs.push((
+                    format!("switches/{}", s.dpid),
+                    serde_json::to_string(&s).unwrap_or_default(),
+                ));
+            }
+            let mut ok = true;
+            for (k, v) in kvs {
+                if let Err(e) = shared.store.put(k, v).await {
+                    ok = false;
+                    m.store_errors.inc();
+                    warn!(error = %e, "store unreachable: keeping switches as they are, retrying");
+                    break;
+                }
+            }
+            published_fabric |= ok;
+        }
+    }
+}
+
+async fn accept_loop(
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
+    let mut conns = JoinSet::new();
+    let mut next_id = 0u64;
+    loop {
+        tokio::select! {
+            r = listener.accept() => {
+                let (stream, peer) = match r {
+                    Ok(x) => x,
+                    Err(e) => {
+                        warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                next_id += 1;
+                let id = next_id;
+                let shared = shared.clone();
+                let tls = tls.clone();
+                conns.spawn(async move {
+                    match tls {
+                        None => run_connection(shared, stream, peer, id).await,
+                        Some(acc) => match acc.accept(stream).await {
+                            Ok(s) => run_connection(shared, s, peer, id).await,
+                            Err(e) => {
+                                warn!(%peer, error = %e, "TLS handshake failed: connection closed");
+                                shared.metrics.connections_closed.inc();
+                            }
+                        },
+                    }
+                });
+            }
+            Some(_) = conns.join_next() => {}
+        }
+    }
+}
+
+/// Accepts nothing but a TcpStream-like byte stream.
+async fn run_connection<S>(shared: Arc<Shared>, stream: S, peer: SocketAddr, conn_id: u64)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let mut plan_rx = shared.plan.subscribe();
+    let mut role_rx = shared.leadership.clone();
+    let now = Instant::now();
+    let role = role_for(*role_rx.borrow_and_update());
+    let mut session = Session::new(shared.session_cfg.clone(), role, now);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut out = BytesMut::with_capacity(64 * 1024);
+    let mut sent = (0u64, 0u64);
+    let mut dpid: Option<u64> = None;
+    debug!(%peer, "switch connected");
+    loop {
+        // Let the session and the shell settle: events may produce more output.
+        loop {
+            while let Some(m) = session.poll_transmit() {
+                m.encode(&mut out);
+            }
+            let mut progressed = false;
+            while let Some(ev) = session.poll_event() {
+                progressed = true;
+                handle_event(
+                    &shared,
+                    &mut session,
+                    &mut dpid,
+                    conn_id,
+                    peer,
+                    ev,
+                    &plan_rx,
+                );
+            }
+            if !progressed {
+                break;
+            }
+        }
+        let c = session.counters();
+        let (df, dg) = (c.flow_mods_sent - sent.0, c.group_mods_sent - sent.1);
+        if df > 0 || dg > 0 {
+            shared.metrics.flow_mods_sent.inc_by(df);
+            shared.metrics.group_mods_sent.inc_by(dg);
+            sent = (c.flow_mods_sent, c.group_mods_sent);
+            if let Some(d) = dpid {
+                if let Some(s) = shared.state().switches.get_mut(&d) {
+                    s.flow_mods_sent += df;
+                    s.group_mods_sent += dg;
+                }
+            }
+        }
+        if !out.is_empty() {
+            if let Err(e) = wr.write_all(&out).await {
+                session.handle_io_error(e.to_string());
+                out.clear();
+                continue;
+            }
+            out.clear();
+        }
+        if session.is_closed() {
+            break;
+        }
+        let deadline = session
+            .poll_timeout()
+            .map(tokio::time::Instant::from_std)
+            .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
+        tokio::select! {
+            r = rd.read(&mut buf) => match r {
+                Ok(0) => session.handle_eof(),
+                Ok(n) => session.handle_bytes(buf.get(..n).unwrap_or_default(), Instant::now()),
+                Err(e) => session.handle_io_error(e.to_string()),
+            },
+            _ = tokio::time::sleep_until(deadline) => session.handle_timeout(Instant::now()),
+            r = plan_rx.changed() => {
+                if r.is_ok() {
+                    if let Some(d) = dpid {
+                        let plan = plan_rx.borrow_and_update().clone();
+                        session.set_desired(plan.switches.get(&d).cloned(), Instant::now());
+                    }
+                }
+            }
+            r = role_rx.changed() => {
+                if r.is_ok() {
+                    let role = role_for(*role_rx.borrow_and_update());
+                    session.set_role(role, Instant::now());
+                    if !role.writes() {
+                        if let Some(d) = dpid {
+                            shared.state().links.set_probing(d, None);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let _ = wr.shutdown().await;
+    if let Some(d) = dpid {
+        let mut st = shared.state();
+        let last = st.conns.get_mut(&d).is_some_and(|c| {
+            c.remove(&conn_id);
+            c.is_empty()
+        });
+        if last {
+            st.links.set_probing(d, None);
+            if let Some(s) = st.switches.get_mut(&d) {
+                s.connected = false;
+                s.synced = false;
+            }
+        }
+        drop(st);
+        shared.update_switch_metrics();
+    }
+}
+
+fn handle_event(
+    shared: &Arc<Shared>,
+    session: &mut Session,
+    dpid: &mut Option<u64>,
+    conn_id: u64,
+    peer: SocketAddr,
+    ev: Event,
+    plan_rx: &watch::Receiver<Arc<Plan>>,
+) {
+    let now = Instant::now();
+    let dstr = dpid
+        .map(|d| format!("{d:016x}"))
+        .unwrap_or_else(|| "-".into());
+    match ev {
+        Event::Identified { dpid: d, n_tables } => {
+            *dpid = Some(d);
+            let plan = plan_rx.borrow().clone();
+            let desired = plan.switches.get(&d).cloned();
+            let known = desired.is_some();
+            if known {
+                info!(dpid = %format!("{d:016x}"), %peer, n_tables, "switch identified");
+            } else {
+                warn!(dpid = %format!("{d:016x}"), %peer, "unknown dpid: not in the plan; connection kept idle");
+            }
+            {
+                let mut st = shared.state();
+                st.conns.entry(d).or_default().insert(conn_id);
+                st.switches.insert(
+                    d,
+                    SwitchStatus {
+                        dpid: format!("{d:016x}"),
+                        name: desired.as_ref().map(|x| x.name.clone()),
+                        known,
+                        connected: true,
+                        peer: Some(peer.to_string()),
+                        role: None,
+                        synced: false,
+                        last_sync_ms: None,
+                        last_sync_flow_mods: None,
+                        flow_mods_sent: 0,
+                        group_mods_sent: 0,
+                        last_close_reason: None,
+                    },
+                );
+            }
+            session.set_desired(desired, now);
+            shared.update_switch_metrics();
+        }
+        Event::RoleGranted { role } => {
+            info!(dpid = %dstr, ?role, "role granted");
+            if let Some(d) = *dpid {
+                let mut st = shared.state();
+                if let Some(s) = st.switches.get_mut(&d) {
+                    s.role = Some(role);
+                }
+                if role.writes() && session.desired().is_some() {
+                    st.links.set_probing(d, Some(now));
+                }
+            }
+        }
+        Event::RoleRefused { reason } => {
+            warn!(dpid = %dstr, %reason, "role request refused");
+        }
+        Event::SyncStarted => debug!(dpid = %dstr, "sync started"),
+        Event::SyncDone {
+            flow_mods,
+            group_mods,
+            flows,
+            groups,
+            duration,
+        } => {
+            info!(dpid = %dstr, flow_mods, group_mods, flows, groups,
+                  ms = duration.as_secs_f64() * 1e3, "switch synced");
+            shared
+                .metrics
+                .sync_duration_seconds
+                .observe(duration.as_secs_f64());
+            shared.metrics.syncs.inc();
+            if let Some(d) = *dpid {
+                let mut st = shared.state();
+                if let Some(s) = st.switches.get_mut(&d) {
+                    s.synced = session.is_synced();
+                    s.last_sync_ms = Some(duration.as_secs_f64() * 1e3);
+                    s.last_sync_flow_mods = Some(flow_mods);
+                }
+                if session.desired().is_some() {
+                    st.links.set_probing(d, Some(now));
+                }
+            }
+            shared.update_switch_metrics();
+        }
+        Event::SyncFailed { reason } => {
+            warn!(dpid = %dstr, %reason, "sync refused by the switch: will retry");
+            shared.metrics.sync_failures.inc();
+        }
+        Event::PortState { port, up } => {
+            let Some(d) = *dpid else { return };
+            let ep = Endpoint { dpid: d, port };
+            debug!(endpoint = %ep, up, "port state");
+            let changed = shared.state().links.port_state(ep, up);
+            if changed {
+                info!(endpoint = %ep, up, "fabric port state changed");
+                shared.replan();
+            }
+        }
+        Event::Lldp {
+            in_port,
+            peer: heard,
+        } => {
+            let Some(d) = *dpid else { return };
+            let ep = Endpoint {
+                dpid: d,
+                port: in_port,
+            };
+            let changed = shared.state().links.lldp(ep, heard, now);
+            if changed {
+                let miswired = shared
+                    .links()
+                    .into_iter()
+                    .any(|l| l.miswired.iter().any(|(e, _)| *e == ep));
+                if miswired {
+                    warn!(endpoint = %ep, heard = %heard, "miswired link: treated as failed");
+                } else {
+                    info!(endpoint = %ep, "LLDP heard again: link back in service");
+                }
+                shared.replan();
+            }
+        }
+        Event::SwitchError { text } => warn!(dpid = %dstr, %text, "switch error"),
+        Event::Closed { reason } => {
+            let level_warn = !matches!(reason, CloseReason::PeerClosed);
+            if level_warn {
+                warn!(dpid = %dstr, %peer, reason = %reason, "connection closed");
+            } else {
+                info!(dpid = %dstr, %peer, reason = %reason, "connection closed");
+            }
+            shared.metrics.connections_closed.inc();
+            let mut st = shared.state();
+            st.recent_closes
+                .push_back((peer.to_string(), reason.to_string()));
+            while st.recent_closes.len() > 50 {
+                st.recent_closes.pop_front();
+            }
+            if let Some(s) = dpid.and_then(|d| st.switches.get_mut(&d)) {
+                s.last_close_reason = Some(reason.to_string());
+            }
+        }
+    }
+    if let Some(d) = *dpid {
+        if let Some(s) = shared.state().switches.get_mut(&d) {
+            s.synced = session.is_synced();
+        }
+    }
+}
+
+/// Seconds since the epoch (API timestamps).
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
