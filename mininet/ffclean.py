@@ -4,7 +4,8 @@
 Bridges named s<G>x<S> / t<L>x<S>, interfaces <node>-eth<N> and the host shells whose pids a
 crashed run recorded in /tmp/fabricflow-mininet/*.pids (killed by pid, after checking they are
 still Mininet shells or the run's fabricflow-controller/-agent).  Other parts of fabricflow share
-this ovs-vswitchd, so unlike `mn -c` this never deletes other bridges or kills by name.  `--check` only reports and fails if anything is left.
+this ovs-vswitchd, so unlike `mn -c` this never deletes other bridges or kills by name.
+`--check` only reports and fails if anything is left.
 """
 
 import json

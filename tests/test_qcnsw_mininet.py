@@ -8,9 +8,11 @@ What is asserted strictly (polling with deadlines): the switch owning a congeste
 link generates CNMs for that port; they reach the other source switch's agent over the fabric;
 P of the minimal ports falls; the decision point's SELECT group keeps its buckets but gets new
 weights; the non-minimal buckets' packet counters grow; after the traffic stops every P climbs
-back to 100 (idle timer).  Throughput is asserted only with a generous margin (QCN-SW above
-minimal's 13 Mb/s ideal-ish floor... see test_adv1_qcnsw_throughput), because this machine's
-single ovs-vswitchd thread is shared.
+back to 100 (idle timer).  Throughput is NOT compared with minimal in CI: on this shared
+machine a static minimal run of the same pattern measured 13.9-20.0 Mb/s and qcnsw-combined
+17.8-22.6 (mininet/README.md), so a strict comparison would be flaky and a minimal run would add
+~40 s; only a sanity floor is asserted (aggregate > 12 Mb/s: QCN-SW must not collapse the
+fabric's throughput).  The controller-mode all-pairs ping covers the controller runtime alone.
 """
 
 import os
@@ -209,8 +211,9 @@ class QcnswTests(unittest.TestCase):
             # 5. Non-minimal buckets count packets, and keep counting.  OVS resets a group's
             # counters on every MODIFY, so the sampler accumulates (a drop = a reset).
             def non_minimal():
-                return {owner_br: acc.total(owner_br, g_owner), other_br: acc.total(other_br, g_other)}
-            wait_until(lambda: all(v >= 20 for v in non_minimal().values()),
+                return {owner_br: acc.total(owner_br, g_owner),
+                        other_br: acc.total(other_br, g_other)}
+            wait_until(lambda: all(v >= 10 for v in non_minimal().values()),
                        deadline, "non-minimal buckets counting packets on both switches", 0.5)
             mid = non_minimal()
             wait_until(lambda: all(v > mid[k] for k, v in non_minimal().items()),
@@ -227,7 +230,7 @@ class QcnswTests(unittest.TestCase):
                 vals = [v for tt, v in samples if 1.0 < tt <= DURATION + 0.5]
                 aggr += sum(vals) / len(vals) if vals else 0.0
             t(f"traffic done: aggregate {aggr:.1f} Mb/s "
-              f"(static minimal measures 13-14, ideal 17.5)", self.t0)
+              f"(static minimal measures 14-20)", self.t0)
             m = fn.agent_metrics()
             t(f"CNMs generated {metric_sum(m, 'fabricflow_agent_cnm_generated_total'):.0f}, "
               f"received {metric_sum(m, 'fabricflow_agent_cnm_received_total'):.0f}, "
@@ -240,8 +243,7 @@ class QcnswTests(unittest.TestCase):
                            for p in v["session"]["ports"])
             wait_until(all_recovered, 30, "every P back to 100 after the traffic", 0.5)
             t("every P back to 100", self.t0)
-            # Generous throughput check: static minimal measures 13-14 Mb/s here, Valiant
-            # 23-24; QCN-SW must at least not be worse than a clearly degraded minimal.
+            # Sanity floor only (see the module docstring): static minimal measures 14-20 Mb/s.
             self.assertGreater(aggr, 12.0, "QCN-SW aggregate below minimal's")
         for p in procs:
             self.assertIsNotNone(p.poll(), f"{p.args[0]} still running after teardown")
