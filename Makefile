@@ -23,28 +23,24 @@ bench:           ## criterion benchmarks (numbers, not pass/fail)
 clean-ovs:       ## remove bridges left by an interrupted test run
 	./scripts/clean-ovs.sh
 
-# Mininet demo (issue 6): Dragonfly under ADV+1, minimal vs Valiant (+ QCN-SW once the controller
-# and agent runtimes exist).  Global links are the scarce resource (2.5 Mb/s; host and local 10).
-# Override e.g. DEMO_TOPO=dragonfly:p=2,a=4,h=2 DEMO_BW=4 DEMO_GLOBAL_BW=1.
+# Mininet demo (issue 6): Dragonfly under ADV+1, minimal vs Valiant vs QCN-SW (controller +
+# agent, combined variant).  Global links are the scarce resource (2.5 Mb/s; host and local 10).
+# Override e.g. DEMO_TOPO=dragonfly:p=2,a=4,h=2 DEMO_BW=4 DEMO_GLOBAL_BW=1 DEMO_REPEAT=3.
 DEMO_TOPO ?= dragonfly:p=1,a=2,h=3
 DEMO_DURATION ?= 20
 DEMO_BW ?= 10
 DEMO_GLOBAL_BW ?= 2.5
+DEMO_MODES ?= minimal,valiant,qcnsw-combined
+DEMO_REPEAT ?= 1
 DEMO_OUT ?= /tmp/fabricflow-demo
 PY := /usr/bin/python3
 
-demo:            ## Mininet: Dragonfly ADV+1, minimal vs valiant (vs qcnsw-combined), table + plots
+demo:            ## Mininet: Dragonfly ADV+1, minimal vs valiant vs qcnsw-combined, table + plots
 	./scripts/install-deps.sh
-	cargo build --release --locked -p fabricflow-controller
-	-cargo build --release --locked -p fabricflow-agent
-	@modes=minimal,valiant; \
-	if ./target/release/fabricflow-controller --help | grep -q '^  run ' && \
-	   ./target/release/fabricflow-agent --help 2>/dev/null | grep -q '^  run '; then \
-	    modes=$$modes,qcnsw-combined; \
-	else echo "demo: qcnsw-combined not available yet (needs fabricflow-controller run and fabricflow-agent run)"; fi; \
-	$(PY) mininet/run.py --topology $(DEMO_TOPO) --traffic adv+1 --modes $$modes \
+	cargo build --release --locked -p fabricflow-controller -p fabricflow-agent
+	$(PY) mininet/run.py --topology $(DEMO_TOPO) --traffic adv+1 --modes $(DEMO_MODES) \
 	    --duration $(DEMO_DURATION) --host-bw $(DEMO_BW) --local-bw $(DEMO_BW) \
-	    --global-bw $(DEMO_GLOBAL_BW) --out $(DEMO_OUT)
+	    --global-bw $(DEMO_GLOBAL_BW) --repeat $(DEMO_REPEAT) --out $(DEMO_OUT)
 	@echo "demo: plots in $(DEMO_OUT)/throughput.png and $(DEMO_OUT)/group0-switches.png"
 
 e2e:             ## Mininet end-to-end tests (root)

@@ -3,8 +3,9 @@
 
 Bridges named s<G>x<S> / t<L>x<S>, interfaces <node>-eth<N> and the host shells whose pids a
 crashed run recorded in /tmp/fabricflow-mininet/*.pids (killed by pid, after checking they are
-still Mininet shells).  Other parts of fabricflow share this ovs-vswitchd, so unlike `mn -c` this
-never deletes other bridges or kills by name.  `--check` only reports and fails if anything is left.
+still Mininet shells or the run's fabricflow-controller/-agent).  Other parts of fabricflow share
+this ovs-vswitchd, so unlike `mn -c` this never deletes other bridges or kills by name.
+`--check` only reports and fails if anything is left.
 """
 
 import json
@@ -30,7 +31,9 @@ def recorded_pids():
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"mininet:" in cmd:
+            # Mininet host shells, and the controller/agent a controller-mode run started.
+            if b"mininet:" in cmd or b"fabricflow-controller\0run" in cmd \
+                    or b"fabricflow-agent\0run" in cmd:
                 pids.append(pid)
         f.unlink()
     return pids

@@ -10,12 +10,16 @@ Programming modes (one interface, :meth:`FabricNet.program`):
   same from a fabric *file* without some links, which is what the controller's re-plan after a
   link failure computes (the CLI has no "failed links" flag; a file fabric with the same dpids,
   groups and indexes yields the same addresses).
-- ``controller`` (CONTRACT ONLY, not yet exercised): start ``fabricflow-controller run --config``,
-  point every bridge at ``tcp:127.0.0.1:6653`` and poll ``GET /api/v1/switches`` until every
-  planned switch reports ``connected`` and ``synced``.  Fails with a clear "not available yet"
-  while the binary has no ``run`` subcommand.
-- optional agent (CONTRACT ONLY): ``fabricflow-agent run --config`` serving every switch over its
-  management socket; its ``/metrics`` give CNM and group-modify counters.
+- ``controller``: start ``fabricflow-controller run --config F`` (F written to the run directory:
+  the fabric spec, loopback OpenFlow and HTTP ports, ``p_minimal_percent``, the agent's cookie and
+  controller id), point every bridge at ``tcp:127.0.0.1:PORT`` (fail-mode secure) and poll
+  ``GET /api/v1/switches`` until every planned switch is ``connected`` and ``synced``.
+- optional agent (``agent_variant``: base, source-processing, feedback-comparison, combined): one
+  ``fabricflow-agent run --config F`` for every bridge (``[[switch]]`` BRIDGE on
+  ``unix:/var/run/openvswitch/BRIDGE.mgmt``), emulated congestion point on, F made from
+  ``mininet/agent-emulated.toml`` with the CP constants scaled to the queue (see there); waits
+  until ``/api/v1/state`` shows every switch connected with its plan learned.  Its ``/metrics``
+  give the CNM and group-MODIFY counters (:meth:`agent_counters`, :meth:`agent_metrics`).
 
 Teardown runs on normal exit, exceptions, Ctrl-C, SIGTERM/SIGHUP and (as a last resort) atexit.
 It kills every child process this object started (by pid), stops Mininet (host shells, bridges,
@@ -27,6 +31,8 @@ interfaces ``<node>-eth<N>``): other parts of the project share this ovs-vswitch
 import atexit
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -45,6 +51,15 @@ from fftopo import AGENT_BIN, CONTROLLER_BIN, INTF_RE, SWITCH_RE, Fabric, Fabric
 
 OFCTL = ["ovs-ofctl", "-O", "OpenFlow13"]
 STATE_DIR = Path(os.environ.get("FF_STATE_DIR", "/tmp/fabricflow-mininet"))
+
+# Controller mode: the plan conventions the agent expects (its defaults, agent-emulated.toml).
+PLAN_COOKIE = 0x0FAB_F10A_0000_0001
+AGENT_CONTROLLER_ID = 0x0FAB
+# The agent's config template and how its CP constants scale with the emulated links.
+AGENT_TEMPLATE = Path(__file__).resolve().parent / "agent-emulated.toml"
+FRAME_BYTES = 1514        # a full TCP frame on the wire (what fills the pfifo)
+QEQ_FRACTION = 1 / 3      # Qeq = a third of the bounded queue, in octets
+SAMPLING_PKTS = 10        # sampling base = 10 full frames
 
 
 class NotAvailable(RuntimeError):
@@ -132,12 +147,15 @@ class FabricNet:
 
     def __init__(self, spec, rates=None, mode="static", p_minimal=100, agent_variant=None,
                  workdir=None, verbose=False, controller_port=6653, http_port=18080,
-                 agent_http_port=18081):
+                 agent_http_port=18081, agent_overrides=None, keep_logs=None):
         self.spec = spec
         self.rates = rates or LinkRates()
         self.mode = mode
         self.p_minimal = p_minimal
         self.agent_variant = agent_variant
+        self.agent_overrides = dict(agent_overrides or {})
+        # Directory that receives the controller/agent logs and configs at teardown.
+        self.keep_logs = keep_logs or os.environ.get("FF_KEEP_LOGS")
         self.verbose = verbose
         self.controller_port, self.http_port, self.agent_http_port = (
             controller_port, http_port, agent_http_port)
@@ -238,11 +256,23 @@ class FabricNet:
                 print(f"fflaunch: WARNING leftovers after cleanup: {brs} {links}")
             if getattr(self, "_pidfile", None):
                 self._pidfile.unlink(missing_ok=True)
+            self._keep_logs()
             self._tmp.cleanup()
         finally:
             for sig, h in self._old_handlers.items():
                 signal.signal(sig, h)
             signal.signal(signal.SIGINT, prev_int)
+
+    def _keep_logs(self):
+        if not self.keep_logs:
+            return
+        try:
+            dst = Path(self.keep_logs)
+            dst.mkdir(parents=True, exist_ok=True)
+            for f in list(self.tmp.glob("*.log")) + list(self.tmp.glob("*.toml")):
+                shutil.copy(f, dst / f.name)
+        except OSError as e:
+            print(f"fflaunch: cannot keep logs in {self.keep_logs}: {e}")
 
     # ---- programming -----------------------------------------------------------------------
     def program(self):
@@ -315,70 +345,124 @@ class FabricNet:
         self.program_static(f"file:{path}")
         return path
 
-    # ---- controller mode (CONTRACT ONLY) ---------------------------------------------------
+    # ---- controller mode -------------------------------------------------------------------
     def program_controller(self):
-        """CONTRACT ONLY — written against the controller-runtime branch's documented config
-        (`fabric`, `openflow_listen`, `http_listen`) and API (`GET /api/v1/switches` listing
-        switches with `connected` and `synced`); not exercised until `run` ships here."""
+        """`fabricflow-controller run` on loopback ports; every bridge points at it (fail-mode
+        secure, set by Mininet); waits until `/api/v1/switches` reports every switch synced."""
         require_runtime("controller")
         cfg = self.tmp / "controller.toml"
-        cfg.write_text(f'fabric = "{self.spec}"\n'
-                       f'openflow_listen = "127.0.0.1:{self.controller_port}"\n'
-                       f'http_listen = "127.0.0.1:{self.http_port}"\n')
+        cfg.write_text(
+            f'fabric = "{self.spec}"\n'
+            f'openflow_listen = "127.0.0.1:{self.controller_port}"\n'
+            f'http_listen = "127.0.0.1:{self.http_port}"\n'
+            'store = "memory"\n'
+            f'p_minimal_percent = {float(self.p_minimal)}\n'
+            # The agent's plan conventions (agent-emulated.toml [runtime]): the cookie its plan
+            # read filters on and the controller id its table-0 CNM rule sends to.
+            f'cookie = {PLAN_COOKIE:#x}\n'
+            f'agent_controller_id = {AGENT_CONTROLLER_ID}\n')
         self.spawn([str(CONTROLLER_BIN), "run", "--config", str(cfg)], "controller.log")
+        wait_until(lambda: self._http_json(self.http_port, "/api/v1/switches") is not None, 20,
+                   "controller HTTP API up", 0.2)
+        args = ["ovs-vsctl", "--timeout=10"]
         for s in self.net.switches:
-            sh(["ovs-vsctl", "set-controller", s.name, f"tcp:127.0.0.1:{self.controller_port}"])
+            args += ["--", "set-controller", s.name, f"tcp:127.0.0.1:{self.controller_port}",
+                     "--", "set-fail-mode", s.name, "secure"]
+        sh(args)
+        want = {sw["dpid"].zfill(16) for sw in self.fabric.switches}
 
         def all_synced():
-            body = json.load(urllib.request.urlopen(
-                f"http://127.0.0.1:{self.http_port}/api/v1/switches", timeout=2))
-            items = body.get("switches", body) if isinstance(body, dict) else body
-            want = {sw["dpid"] for sw in self.fabric.switches}
+            items = self._http_json(self.http_port, "/api/v1/switches")
             ok = {s.get("dpid", "").removeprefix("0x").zfill(16) for s in items
                   if s.get("connected") and s.get("synced")}
             return want <= ok
-        wait_until(all_synced, 60, "controller: every switch connected and synced", 0.5)
+        try:
+            wait_until(all_synced, 90, "controller: every switch connected and synced", 0.5)
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}; log tail:\n{self.log_tail('controller.log')}") from None
+
+    def _http_json(self, port, path):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=3) as r:
+            return json.load(r)
+
+    def log_tail(self, name, n=20):
+        try:
+            return "\n".join((self.tmp / name).read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+    def agent_config_text(self):
+        """mininet/agent-emulated.toml with this run's variant, CP constants, HTTP port and
+        switches (see the template's header)."""
+        q = self.rates.queue_pkts or 100
+        sets = {
+            "policy.variant": f'"{self.agent_variant}"',
+            "cp.qeq_bytes": str(int(QEQ_FRACTION * q * FRAME_BYTES)),
+            "cp.sampling_base_bytes": str(int(SAMPLING_PKTS * FRAME_BYTES)),
+            "runtime.http_listen": f'"127.0.0.1:{self.agent_http_port}"',
+        }
+        sets.update(parse_sets(os.environ.get("FF_AGENT_SET", "")))
+        sets.update({k: toml_value(v) for k, v in self.agent_overrides.items()})
+        text = set_toml_keys(AGENT_TEMPLATE.read_text(), sets)
+        text += "".join(f'\n[[switch]]\nname = "{s.name}"\n'
+                        f'target = "unix:/var/run/openvswitch/{s.name}.mgmt"\n'
+                        for s in self.net.switches)
+        return text
 
     def start_agent(self):
-        """CONTRACT ONLY — agent-runtime branch config: [policy] variant, [runtime]
-        http_listen, one [[switch]] per bridge (name; target defaults to its mgmt socket)."""
+        """One `fabricflow-agent run` for every bridge (management sockets), emulated CP on;
+        waits until its state API shows every switch connected with its plan learned."""
         require_runtime("agent")
         cfg = self.tmp / "agent.toml"
-        body = [f'[policy]\nvariant = "{self.agent_variant}"\n',
-                f'[runtime]\nhttp_listen = "127.0.0.1:{self.agent_http_port}"\n']
-        body += [f'[[switch]]\nname = "{s.name}"\n' for s in self.net.switches]
-        cfg.write_text("\n".join(body))
-        self.spawn([str(AGENT_BIN), "run", "--config", str(cfg)], "agent.log")
-        wait_until(lambda: urllib.request.urlopen(
-            f"http://127.0.0.1:{self.agent_http_port}/api/v1/state", timeout=2).status == 200,
-            30, "agent HTTP API up", 0.5)
+        cfg.write_text(self.agent_config_text())
+        (self.tmp / "agent.log").touch()
+        self.spawn([str(AGENT_BIN), "run", "--config", str(cfg)], "agent.log",
+                   env=dict(os.environ, RUST_LOG=os.environ.get("FF_AGENT_LOG", "info")))
+        names = {s.name for s in self.net.switches}
+
+        def all_ready():
+            st = self._http_json(self.agent_http_port, "/api/v1/state")
+            ready = {n for n, v in st.items()
+                     if v["session"]["connected"] and v["session"]["plan_ready"]}
+            return names <= ready
+        try:
+            wait_until(all_ready, 60, "agent: every switch connected with its plan", 0.5)
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}; log tail:\n{self.log_tail('agent.log')}") from None
+
+    def agent_state(self):
+        """The agent's `/api/v1/state` (switch name -> view)."""
+        return self._http_json(self.agent_http_port, "/api/v1/state")
+
+    def agent_metrics(self):
+        """The agent's `/metrics` as {(name, ((label, value), ...)): float}."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.agent_http_port}/metrics",
+                                    timeout=3) as r:
+            return parse_prometheus(r.read().decode())
 
     def agent_counters(self):
-        """(CNMs generated, group MODIFYs) from the agent's /metrics, or (None, None)."""
+        """(CNMs generated, group MODIFYs) summed over switches from the agent's /metrics, or
+        (None, None) without an agent."""
         if not self.agent_variant:
             return None, None
         try:
-            text = urllib.request.urlopen(
-                f"http://127.0.0.1:{self.agent_http_port}/metrics", timeout=2).read().decode()
+            m = self.agent_metrics()
         except OSError:
             return None, None
-        cnms = mods = 0.0
-        for line in text.splitlines():
-            if line.startswith("#") or " " not in line:
-                continue
-            name, val = line.rsplit(" ", 1)
-            if "cnm" in name and "generated" in name:
-                cnms += float(val)
-            elif "group" in name and "mod" in name:
-                mods += float(val)
-        return cnms, mods
+        return (metric_sum(m, "fabricflow_agent_cnm_generated_total"),
+                metric_sum(m, "fabricflow_agent_group_mods_total"))
 
     # ---- processes -------------------------------------------------------------------------
-    def spawn(self, argv, logname):
+    def spawn(self, argv, logname, env=None):
+        # The child keeps its own descriptor of the log; ours is closed at once.
         with open(self.tmp / logname, "w") as log:
             p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                 start_new_session=True)
+                                 start_new_session=True, env=env)
         self.procs.append(p)
+        # Recorded for ffclean.py, which kills it by pid if this process dies without cleanup.
+        if getattr(self, "_pidfile", None):
+            pids = json.loads(self._pidfile.read_text() or "[]") + [p.pid]
+            self._pidfile.write_text(json.dumps(pids))
         return p
 
     def host_popen(self, host, argv, **kw):
@@ -391,6 +475,72 @@ class FabricNet:
         """Mininet node by JSON or short name."""
         n = self.fabric.host_short.get(json_or_short) or self.fabric.sw_short.get(json_or_short)
         return self.net.get(n or json_or_short)
+
+
+def parse_sets(text):
+    """"section.key=value,..." (FF_AGENT_SET) -> {dotted key: TOML value text}."""
+    out = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        k, _, v = item.partition("=")
+        out[k.strip()] = toml_value(v.strip())
+    return out
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    v = str(v)
+    if re.fullmatch(r"-?[0-9][0-9_.e+-]*|true|false|\".*\"", v):
+        return v
+    return json.dumps(v)
+
+
+def set_toml_keys(text, sets):
+    """Sets `table.key` (dotted: the table path, then the key) in TOML `text`: replaces the
+    key's (uncommented) line inside its table, or adds it right after the table's header
+    (appending the table if it is missing).  Enough for the flat tables of the agent's config."""
+    lines = text.splitlines()
+    for dotted, value in sets.items():
+        table, _, key = dotted.rpartition(".")
+        header = f"[{table}]"
+        cur, hdr_at, done = None, None, False
+        for i, line in enumerate(lines):
+            st = line.strip()
+            if st.startswith("["):
+                cur = st
+                hdr_at = i if st == header else hdr_at
+            elif cur == header and re.match(rf"{re.escape(key)}\s*=", st):
+                lines[i] = f"{key} = {value}"
+                done = True
+                break
+        if not done:
+            if hdr_at is None:
+                lines += ["", header, f"{key} = {value}"]
+            else:
+                lines.insert(hdr_at + 1, f"{key} = {value}")
+    return "\n".join(lines) + "\n"
+
+
+def parse_prometheus(text):
+    """Prometheus text -> {(name, ((label, value), ...)): float}."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.fullmatch(r"([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)", line.strip())
+        if not m:
+            continue
+        labels = tuple(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m[2] or ""))
+        out[(m[1], labels)] = float(m[3])
+    return out
+
+
+def metric_sum(metrics, name, **match):
+    """Sum of `name` over the series whose labels include `match`."""
+    return sum(v for (n, labels), v in metrics.items()
+               if n == name and all((k, str(x)) in labels for k, x in match.items()))
 
 
 def _alive(pid):

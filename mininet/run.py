@@ -4,9 +4,9 @@
     sudo python3 mininet/run.py --topology dragonfly:p=1,a=2,h=2 --traffic adv+1 \\
         --modes minimal,valiant --duration 20 --out /tmp/ff-run
 
-Modes: minimal (static plan, P=100), valiant (static plan, P=0); qcnsw-base, qcnsw-sp,
-qcnsw-fc, qcnsw-combined need `fabricflow-controller run` and `fabricflow-agent run` and fail
-with "not available yet" until the binaries offer them.
+Modes: minimal (P=100), valiant (P=0): static plans by default, `--program controller` runs
+them through `fabricflow-controller run`; qcnsw-base, qcnsw-sp, qcnsw-fc, qcnsw-combined: the
+controller plus `fabricflow-agent run` (QCN-SW variant, emulated congestion point).
 
 Writes DIR/<mode>-r<N>.csv (time, flow, mbps), DIR/summary.json, DIR/throughput.png,
 DIR/group0-switches.png, and prints a summary table.
@@ -42,11 +42,13 @@ MODES = {
 DEFAULT_BW = 5.0
 
 
-def check_modes(modes):
+def check_modes(modes, program="static"):
     for m in modes:
         if m not in MODES:
             raise SystemExit(f"unknown mode {m!r}; known: {', '.join(MODES)}")
         prog, _, agent = MODES[m]
+        if program == "controller":
+            prog = "controller"
         try:
             if prog == "controller":
                 require_runtime("controller")
@@ -56,10 +58,19 @@ def check_modes(modes):
             raise SystemExit(f"mode {m}: {e}") from None
 
 
+def programming(args, mode):
+    """The mode's programming; `--program controller` moves the static modes onto the
+    controller runtime (the QCN-SW modes always need it)."""
+    prog, _, agent = MODES[mode]
+    return "controller" if getattr(args, "program", "static") == "controller" else prog
+
+
 def run_one(args, rates, mode, rep, outdir):
-    prog, p_min, agent = MODES[mode]
+    _, p_min, agent = MODES[mode]
+    prog = programming(args, mode)
+    keep = outdir / f"{mode}-r{rep}-logs" if prog == "controller" else None
     with FabricNet(args.topology, rates, mode=prog, p_minimal=p_min,
-                   agent_variant=agent) as fn:
+                   agent_variant=agent, keep_logs=keep) as fn:
         flows = traffic.pattern(fn.fabric, args.traffic, args.seed + rep)
         group0 = [sw["name"] for sw in fn.fabric.switches if sw["group"] == 0]
         sampler = measure.SwitchSampler(fn)
@@ -116,9 +127,11 @@ def main(argv=None):
     ap.add_argument("--streams", type=int, default=4, help="iperf3 -P")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--program", choices=["static", "controller"], default="static",
+                    help="how minimal/valiant are programmed (QCN-SW modes: always controller)")
     args = ap.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    check_modes(modes)
+    check_modes(modes, args.program)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rates = LinkRates(host=args.host_bw, local=args.local_bw, glob=args.global_bw,
@@ -137,12 +150,14 @@ def main(argv=None):
             runs.append(r)
         stats = [measure.flow_stats(r["per_flow"]) for r in runs]
         keys = ["aggregate_mbps", "flow_min_mbps", "flow_median_mbps", "flow_max_mbps", "jain"]
-        merged = {k: round(statistics.mean(s[k] for s in stats if s.get(k) is not None), 4)
+        # Median over the repeats (robust to one run hit by this shared machine's load).
+        merged = {k: round(statistics.median(s[k] for s in stats if s.get(k) is not None), 4)
                   if any(s.get(k) is not None for s in stats) else None for k in keys}
         merged.update({
             "flows": stats[0]["flows"],
             "runs": [dict(s, csv=r["csv"], wall_s=r["wall_s"], errors=r["errors"],
-                          timings=r["timings"]) for s, r in zip(stats, runs)],
+                          timings=r["timings"], cnms_generated=r["cnms"],
+                          group_modifies=r["group_mods"]) for s, r in zip(stats, runs)],
             "cnms_generated": runs[0]["cnms"], "group_modifies": runs[0]["group_mods"],
             "group0_accepted_mbps": {k: round(v, 3) for k, v in runs[0]["group0"].items()},
             # Bytes each global port of group 0 sent (run 0): where the buckets put the traffic.
