@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use fabricflow_controller::config::{Config, LogFormat};
 use fabricflow_controller::desired::fixture::LineFixture;
 use fabricflow_controller::desired::PlanSource;
@@ -43,40 +43,7 @@ enum Format {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Print the rule plan of a fabric (or of one switch).
-    Plan {
-        /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
-        #[arg(long)]
-        topology: TopologySpec,
-        /// Only this switch: datapath id (0x… or decimal) or name.
-        #[arg(long)]
-        switch: Option<String>,
-        #[arg(long, value_enum, default_value = "ofctl")]
-        format: Format,
-        /// Initial probability of minimal routing, percent (bucket weights).
-        #[arg(long, default_value_t = 100.0)]
-        p_minimal: f64,
-        /// Lossless mode: VLAN PCP by hop phase, with this VLAN id pushed at injection.
-        #[arg(long)]
-        lossless_vid: Option<u16>,
-        /// Cookie of every rule and group.
-        #[arg(long, value_parser = parse_u64, default_value = "0x0fabf10a00000001")]
-        cookie: u64,
-        /// Group id base (group id = base + minimal port).
-        #[arg(long, default_value_t = fabricflow_controller::plan::DEFAULT_GROUP_BASE)]
-        group_base: u32,
-        /// Controller id of the agent's connection (CNM packet-ins).
-        #[arg(long, default_value_t = fabricflow_controller::plan::DEFAULT_AGENT_CONTROLLER_ID)]
-        agent_id: u16,
-        /// /8 network of the hosts' IPv4 addresses.
-        #[arg(long, default_value = "10.0.0.0")]
-        ipv4_base: Ipv4Addr,
-        /// Write the groups of --switch here (ofctl format).
-        #[arg(long, requires_all = ["switch", "flows_out"])]
-        groups_out: Option<PathBuf>,
-        /// Write the flows of --switch here (ofctl format).
-        #[arg(long, requires_all = ["switch", "groups_out"])]
-        flows_out: Option<PathBuf>,
-    },
+    Plan(PlanArgs),
     /// Print the fabric (switches, links, hosts with addresses) as JSON, for tools such as the
     /// Mininet harness that must build exactly the controller's wiring.
     Topology {
@@ -153,6 +120,43 @@ fn run_service(config: PathBuf) -> anyhow::Result<()> {
     })
 }
 
+/// Arguments of `plan`.
+#[derive(Debug, Args)]
+struct PlanArgs {
+    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+    #[arg(long)]
+    topology: TopologySpec,
+    /// Only this switch: datapath id (0x… or decimal) or name.
+    #[arg(long)]
+    switch: Option<String>,
+    #[arg(long, value_enum, default_value = "ofctl")]
+    format: Format,
+    /// Initial probability of minimal routing, percent (bucket weights).
+    #[arg(long, default_value_t = 100.0)]
+    p_minimal: f64,
+    /// Lossless mode: VLAN PCP by hop phase, with this VLAN id pushed at injection.
+    #[arg(long)]
+    lossless_vid: Option<u16>,
+    /// Cookie of every rule and group.
+    #[arg(long, value_parser = parse_u64, default_value = "0x0fabf10a00000001")]
+    cookie: u64,
+    /// Group id base (group id = base + minimal port).
+    #[arg(long, default_value_t = fabricflow_controller::plan::DEFAULT_GROUP_BASE)]
+    group_base: u32,
+    /// Controller id of the agent's connection (CNM packet-ins).
+    #[arg(long, default_value_t = fabricflow_controller::plan::DEFAULT_AGENT_CONTROLLER_ID)]
+    agent_id: u16,
+    /// /8 network of the hosts' IPv4 addresses.
+    #[arg(long, default_value = "10.0.0.0")]
+    ipv4_base: Ipv4Addr,
+    /// Write the groups of --switch here (ofctl format).
+    #[arg(long, requires_all = ["switch", "flows_out"])]
+    groups_out: Option<PathBuf>,
+    /// Write the flows of --switch here (ofctl format).
+    #[arg(long, requires_all = ["switch", "groups_out"])]
+    flows_out: Option<PathBuf>,
+}
+
 fn parse_u64(s: &str) -> Result<u64, String> {
     let t = s.replace('_', "");
     match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
@@ -172,7 +176,26 @@ fn find_switch<'p>(fabric: &Fabric, plan: &'p Plan, key: &str) -> anyhow::Result
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let (
+    match cli.command {
+        Command::Topology {
+            topology,
+            ipv4_base,
+        } => {
+            let fabric = topology
+                .build()
+                .with_context(|| format!("topology {topology}"))?;
+            let t = fabricflow_controller::export::export(&fabric, &Addressing::new(ipv4_base)?)?;
+            let mut text = serde_json::to_string_pretty(&t)?;
+            text.push('\n');
+            write_stdout(&text)
+        }
+        Command::Run { config } => run_service(config),
+        Command::Plan(args) => print_plan(args),
+    }
+}
+
+fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
+    let PlanArgs {
         topology,
         switch,
         format,
@@ -184,45 +207,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ipv4_base,
         groups_out,
         flows_out,
-    ) = match cli.command {
-        Command::Topology {
-            topology,
-            ipv4_base,
-        } => {
-            let fabric = topology
-                .build()
-                .with_context(|| format!("topology {topology}"))?;
-            let t = fabricflow_controller::export::export(&fabric, &Addressing::new(ipv4_base)?)?;
-            println!("{}", serde_json::to_string_pretty(&t)?);
-            return Ok(());
-        }
-        Command::Run { config } => return run_service(config),
-        Command::Plan {
-            topology,
-            switch,
-            format,
-            p_minimal,
-            lossless_vid,
-            cookie,
-            group_base,
-            agent_id,
-            ipv4_base,
-            groups_out,
-            flows_out,
-        } => (
-            topology,
-            switch,
-            format,
-            p_minimal,
-            lossless_vid,
-            cookie,
-            group_base,
-            agent_id,
-            ipv4_base,
-            groups_out,
-            flows_out,
-        ),
-    };
+    } = args;
     let fabric = topology
         .build()
         .with_context(|| format!("topology {topology}"))?;
@@ -280,12 +265,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             out.push_str(&format!("total\t-\t{f}\t{g}\n"));
         }
     }
+    write_stdout(&out)
+}
+
+/// Writes to stdout, returning an error (not panicking like `println!`) if the reader is gone,
+/// e.g. `fabricflow-controller topology … | head`.
+fn write_stdout(text: &str) -> anyhow::Result<()> {
     use std::io::Write as _;
     std::io::stdout()
         .lock()
-        .write_all(out.as_bytes())
-        .context("writing stdout")?;
-    Ok(())
+        .write_all(text.as_bytes())
+        .context("writing stdout")
 }
 
 fn main() -> ExitCode {
