@@ -100,11 +100,12 @@ def has_subcommand(binary, sub):
 
 
 def require_runtime(what):
-    """Raises NotAvailable unless `fabricflow-<what> run` exists."""
+    """Raises NotAvailable unless `fabricflow-<what> run` exists (a missing or stale build)."""
     binary = CONTROLLER_BIN if what == "controller" else AGENT_BIN
     if not has_subcommand(binary, "run"):
-        raise NotAvailable(f"not available yet: needs fabricflow-{what} run "
-                           f"({binary} has no `run` subcommand)")
+        raise NotAvailable(f"needs fabricflow-{what} run: {binary} is missing or has no `run` "
+                           f"subcommand (build it: cargo build --release -p fabricflow-{what}, "
+                           f"or point FABRICFLOW_BIN_DIR at a build)")
 
 
 def our_bridges():

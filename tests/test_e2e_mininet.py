@@ -155,17 +155,6 @@ class HarnessTests(Base):
                 p.kill()
                 p.wait()
 
-    def test_qcnsw_modes_declared(self):
-        """The QCN-SW modes exist and fail clearly until the runtimes ship."""
-        self.assertIn("qcnsw-combined", ffrun.MODES)
-        from fflaunch import has_subcommand
-        from fftopo import AGENT_BIN, CONTROLLER_BIN
-        if has_subcommand(CONTROLLER_BIN, "run") and has_subcommand(AGENT_BIN, "run"):
-            self.skipTest("runtimes available: covered by the throughput tests")
-        with self.assertRaises(SystemExit) as cm:
-            ffrun.check_modes(["minimal", "qcnsw-combined"])
-        self.assertIn("not available yet: needs fabricflow-", str(cm.exception))
-
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -112,11 +112,12 @@ def group_stats(br, gid):
     return [int(x) for x in re.findall(r"bucket\d+:packet_count=(\d+)", out)]
 
 
-@unittest.skipUnless(RUNTIMES, "needs fabricflow-controller run and fabricflow-agent run")
 class QcnswTests(unittest.TestCase):
     def setUp(self):
         self.t0 = time.monotonic()
         print(f"\n== {self.id()}", flush=True)
+        # Fail, never skip: a missing or stale binary must not turn this test into a silent pass.
+        self.assertTrue(RUNTIMES, f"{CONTROLLER_BIN} and {AGENT_BIN} must have a `run` subcommand")
 
     def tearDown(self):
         self.assertEqual(our_bridges(), [], "bridges left behind")
