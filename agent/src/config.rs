@@ -225,6 +225,19 @@ pub struct PolicyConfig {
     /// has no flows to steer; set it (e.g. 15 000, the 802.1Qau RP timer) when idle ports must
     /// recover before their traffic returns.
     pub increase_timer_period_us: Option<u64>,
+    /// Fb ageing, µs (fabricflow's addition, not in the papers; absent = the published rule):
+    /// with feedback comparison, a port's stored Fb older than this counts as 0 in Fb_avg. The
+    /// published rule keeps every stored Fb forever, so after uniform congestion ends every port
+    /// still holds a high Fb and a later adversarial pattern never rises above the average
+    /// (fabricflow-sim, sim/RESULTS.md): ageing lets ports that stopped receiving CNMs drop out.
+    pub fb_max_age_us: Option<u64>,
+    /// Source comparison (fabricflow's addition; default false = the published rule): with
+    /// source processing *and* feedback comparison (`combined`), a self-generated CNM goes
+    /// through the same comparison as a received one (increase, dead band or decrease by
+    /// Fb − Fb_avg) instead of a plain decrease, without being stored. The published rule's plain
+    /// self decrease bypasses the comparison, so `combined` loses uniform throughput like
+    /// `source-processing` does.
+    pub source_comparison: bool,
 }
 
 impl Default for PolicyConfig {
@@ -241,6 +254,8 @@ impl Default for PolicyConfig {
             fbcomp_th1: 0.0,
             fbcomp_th2: 0.0,
             increase_timer_period_us: None,
+            fb_max_age_us: None,
+            source_comparison: false,
         }
     }
 }
@@ -454,7 +469,20 @@ impl PolicyConfig {
                 "> 0 (omit the key to disable)",
             )?;
         }
+        if let Some(t) = self.fb_max_age_us {
+            check(
+                t > 0,
+                "policy.fb_max_age_us",
+                as_f64(t),
+                "> 0 (omit the key to disable)",
+            )?;
+        }
         Ok(())
+    }
+
+    /// The Fb age limit in nanoseconds, if enabled.
+    pub fn fb_max_age_ns(&self) -> Option<u64> {
+        self.fb_max_age_us.map(|us| us.saturating_mul(1_000))
     }
 
     /// The increase timer's period in nanoseconds, if enabled.

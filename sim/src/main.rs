@@ -93,6 +93,13 @@ struct Cli {
     /// QCN-SW floor of P (percent).
     #[arg(long)]
     qcn_pmin: Option<f64>,
+    /// Feedback comparison: stored Fb older than this (µs of simulated time) count as 0 in
+    /// Fb_avg (fabricflow's ageing addition; omitted = the published rule).
+    #[arg(long)]
+    fb_max_age_us: Option<u64>,
+    /// `qcnsw-combined`: self-generated CNMs go through the comparison (fabricflow's addition).
+    #[arg(long)]
+    source_comparison: bool,
 }
 
 fn config(cli: &Cli) -> SimConfig {
@@ -137,6 +144,8 @@ fn config(cli: &Cli) -> SimConfig {
     if let Some(x) = cli.qcn_pmin {
         c.policy.p_min_percent = x;
     }
+    c.policy.fb_max_age_us = cli.fb_max_age_us;
+    c.policy.source_comparison = cli.source_comparison;
     c
 }
 

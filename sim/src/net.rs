@@ -808,29 +808,31 @@ impl Sim {
         }
     }
 
+    /// A uniformly drawn global port of `s` other than `not` (with room for a packet when
+    /// `need_room`), or NONE. Uniform over the candidates: "first candidate after a random start"
+    /// would give the port after `not` double weight and overload it.
     fn random_other_global(&mut self, s: u32, not: u32, need_room: bool) -> u32 {
         let len = self.len;
-        let n = self.sw_globals.get(s as usize).map_or(0, Vec::len);
+        let mut cands = [NONE; 64];
+        let mut n = 0;
+        for &gp in self
+            .sw_globals
+            .get(s as usize)
+            .map_or(&[][..], Vec::as_slice)
+        {
+            if gp == not || (need_room && !self.has_room(gp, 0, len)) {
+                continue;
+            }
+            if let Some(slot) = cands.get_mut(n) {
+                *slot = gp;
+                n += 1;
+            }
+        }
         if n == 0 {
             return NONE;
         }
-        let start = self.rng.gen_range(0..n);
-        for k in 0..n {
-            let gp = self
-                .sw_globals
-                .get(s as usize)
-                .and_then(|v| v.get((start + k) % n))
-                .copied()
-                .unwrap_or(NONE);
-            if gp == NONE || gp == not {
-                continue;
-            }
-            if need_room && !self.has_room(gp, 0, len) {
-                continue;
-            }
-            return gp;
-        }
-        NONE
+        let k = self.rng.gen_range(0..n);
+        cands.get(k).copied().unwrap_or(NONE)
     }
 
     fn has_room(&self, gp: u32, v: usize, len: u32) -> bool {

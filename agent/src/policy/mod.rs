@@ -20,6 +20,10 @@
 //! - **Source processing** (`source-processing`, `combined`): a CNM this switch generates applies
 //!   one plain decrease by its QntzFb to the switch's minimal port towards the culprit's
 //!   destination (never the comparison, and the stored Fb is untouched — as FOGSim's `QCNSWSELF`).
+//! - Two additions of fabricflow's, off by default so the defaults are the published rule:
+//!   `fb_max_age_us` (stored Fb older than the limit count as 0 in Fb_avg, so the comparison
+//!   recovers after uniform congestion ends) and `source_comparison` (in `combined`, a
+//!   self-generated CNM goes through the comparison instead of a plain decrease, unstored).
 //! - **Byte counter**: bytes sent on p accumulate; each full `byte_limit_bytes` gives one
 //!   increase and is consumed (the remainder carries over, so a batched `BytesSent` of k·B bytes
 //!   gives exactly k increases). Every CNM charged to p — received, whatever the comparison
@@ -55,6 +59,8 @@ struct PortState {
     bytes: u64,
     /// Last QntzFb received on this port (feedback comparison), 0 if none.
     last_fb: u8,
+    /// When `last_fb` was stored (for `fb_max_age_us`).
+    fb_at_ns: u64,
     /// Start of the current idle-timer period; `None` until the port's first event or tick.
     timer_base_ns: Option<u64>,
 }
@@ -91,6 +97,7 @@ impl Policy {
                 p: P_MAX_PERCENT,
                 bytes: 0,
                 last_fb: 0,
+                fb_at_ns: 0,
                 timer_base_ns: None,
             })
             .collect();
@@ -144,6 +151,7 @@ impl Policy {
                         p: P_MAX_PERCENT,
                         bytes: 0,
                         last_fb: 0,
+                        fb_at_ns: 0,
                         timer_base_ns: None,
                     })
             })
@@ -260,7 +268,7 @@ impl Policy {
         self.counters.cnm_received += 1;
         let q = qntz_fb.min(QNTZ_FB_MAX);
         if self.cfg.variant.feedback_comparison() {
-            self.feedback_comparison(i, port, q, out);
+            self.feedback_comparison(i, port, q, now_ns, out);
         } else {
             self.decrease(i, port, f64::from(q), Cause::CnmDecrease, out);
         }
@@ -275,17 +283,34 @@ impl Policy {
         let Some(i) = self.lookup(port) else { return };
         self.counters.cnm_self_charged += 1;
         let q = qntz_fb.min(QNTZ_FB_MAX);
-        self.decrease(i, port, f64::from(q), Cause::SourceDecrease, out);
+        if self.cfg.source_comparison && self.cfg.variant.feedback_comparison() {
+            self.compare(i, port, q, self.fb_avg_at(now_ns), out);
+        } else {
+            self.decrease(i, port, f64::from(q), Cause::SourceDecrease, out);
+        }
         self.restart_counters(i, now_ns);
     }
 
-    fn feedback_comparison(&mut self, i: usize, port: PortNo, q: u8, out: &mut Effects) {
+    fn feedback_comparison(
+        &mut self,
+        i: usize,
+        port: PortNo,
+        q: u8,
+        now_ns: u64,
+        out: &mut Effects,
+    ) {
         let Some(st) = self.state.get_mut(i) else {
             return;
         };
         self.fb_sum = self.fb_sum - u32::from(st.last_fb) + u32::from(q);
         st.last_fb = q;
-        let avg = self.fb_avg();
+        st.fb_at_ns = now_ns;
+        let avg = self.fb_avg_at(now_ns);
+        self.compare(i, port, q, avg, out);
+    }
+
+    /// The comparison itself: Fb(p) against `avg` (DESIGN §5).
+    fn compare(&mut self, i: usize, port: PortNo, q: u8, avg: f64, out: &mut Effects) {
         let fb = f64::from(q);
         if fb <= avg + self.cfg.fbcomp_th1 {
             self.increase(i, port, 1, Cause::FeedbackIncrease, out);
@@ -294,6 +319,25 @@ impl Policy {
         } else {
             self.counters.dead_band += 1;
         }
+    }
+
+    /// Fb_avg at `now_ns`: with `fb_max_age_us`, stored Fb older than the limit count as 0.
+    pub fn fb_avg_at(&self, now_ns: u64) -> f64 {
+        let Some(max_age) = self.cfg.fb_max_age_ns() else {
+            return self.fb_avg();
+        };
+        if self.ports.is_empty() {
+            return 0.0;
+        }
+        let fresh: u32 = self
+            .state
+            .iter()
+            .filter(|s| now_ns.saturating_sub(s.fb_at_ns) <= max_age)
+            .map(|s| u32::from(s.last_fb))
+            .sum();
+        #[allow(clippy::cast_precision_loss)] // a switch has far fewer than 2^52 ports
+        let n = self.ports.len() as f64;
+        f64::from(fresh) / n
     }
 
     fn on_bytes_sent(&mut self, port: PortNo, bytes: u64, now_ns: u64, out: &mut Effects) {

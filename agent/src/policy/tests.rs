@@ -338,6 +338,85 @@ fn combined_is_both_add_ons() {
 }
 
 #[test]
+fn fb_ageing_drops_stale_ports_from_the_average() {
+    let aged = PolicyConfig {
+        fb_max_age_us: Some(100),
+        ..with(Variant::FeedbackComparison, UpdatePolicy::Aimd)
+    };
+    let published = with(Variant::FeedbackComparison, UpdatePolicy::Aimd);
+    let mut old = policy(published, &[1, 2, 3, 4]);
+    let mut new = policy(aged, &[1, 2, 3, 4]);
+    // Uniform congestion: every port reports 40 at t = 0 (port 4 first, so it was cut).
+    for pol in [&mut old, &mut new] {
+        for port in (1..=4).rev() {
+            pol.handle(cnm(port, 40), 0);
+        }
+    }
+    let p4 = p(&old, 4);
+    assert_eq!(p4, 100.0 * (1.0 - GD * 30.0));
+    assert_eq!(p(&new, 4), p4);
+    // 200 µs later only port 4 is congested, at 30 (< the stale average of 40).
+    let t = 200_000;
+    let fx_old = old.handle(cnm(4, 30), t);
+    let fx_new = new.handle(cnm(4, 30), t);
+    // Published: avg (40·3 + 30)/4 = 37.5 ≥ 30 → increase: the adversarial port is never cut.
+    assert_eq!(old.fb_avg_at(t), 37.5);
+    assert_eq!(p(&old, 4), p4 + 1.0);
+    assert_eq!(
+        fx_old.changes().first().map(|c| c.cause),
+        Some(Cause::FeedbackIncrease)
+    );
+    // Aged: only port 4's fresh 30 counts, avg 7.5 → cut by 22.5.
+    assert_eq!(new.fb_avg_at(t), 7.5);
+    assert_eq!(p(&new, 4), p4 * (1.0 - GD * 22.5));
+    assert_eq!(
+        fx_new.changes().first().map(|c| c.cause),
+        Some(Cause::FeedbackDecrease)
+    );
+    // Within the age limit nothing is dropped: the ageing policy equals the published one.
+    assert_eq!(new.fb_avg_at(t + 100_000), 7.5);
+    assert_eq!(new.fb_avg_at(t + 100_001), 0.0);
+    assert_eq!(new.fb_avg(), old.fb_avg());
+}
+
+#[test]
+fn source_comparison_compares_self_generated_cnms() {
+    let cfg = PolicyConfig {
+        source_comparison: true,
+        ..with(Variant::Combined, UpdatePolicy::Aimd)
+    };
+    let mut pol = policy(cfg, &[1, 2, 3, 4]);
+    let gen = |port, qntz_fb| Event::CnmGenerated {
+        minimal_port_towards_culprit: port,
+        qntz_fb,
+    };
+    // Received CNMs on every port at 40: Fb_avg 40 after the first decreases.
+    for port in 1..=4 {
+        pol.handle(cnm(port, 40), 0);
+    }
+    let p2 = p(&pol, 2);
+    // A self-generated CNM at the average: increase (uniform congestion), not a plain cut.
+    let fx = pol.handle(gen(2, 40), 1);
+    assert_eq!(p(&pol, 2), p2 + 1.0);
+    assert_eq!(
+        fx.changes().first().map(|c| c.cause),
+        Some(Cause::FeedbackIncrease)
+    );
+    // Above the average: cut by Fb − Fb_avg, and the stored Fb stays the received one.
+    pol.handle(gen(2, 60), 2);
+    assert_eq!(p(&pol, 2), (p2 + 1.0) * (1.0 - GD * 20.0));
+    assert_eq!(pol.last_fb(2), Some(40));
+    // Without feedback comparison the knob changes nothing: source processing cuts plainly.
+    let sp = PolicyConfig {
+        source_comparison: true,
+        ..with(Variant::SourceProcessing, UpdatePolicy::Aimd)
+    };
+    let mut pol = policy(sp, &[1, 2]);
+    pol.handle(gen(2, 63), 0);
+    assert_eq!(p(&pol, 2), 50.78125);
+}
+
+#[test]
 fn idle_timer_increases_per_elapsed_period() {
     let cfg = PolicyConfig {
         increase_timer_period_us: Some(1_000),
@@ -462,16 +541,22 @@ mod props {
             prop::option::of(1u64..5_000),
             -5.0f64..5.0,
             0.0f64..10.0,
+            prop::option::of(1u64..5_000),
+            any::<bool>(),
         )
-            .prop_map(|(variant, update, p_min, timer, th1, th2)| PolicyConfig {
-                variant,
-                update,
-                p_min_percent: p_min,
-                increase_timer_period_us: timer,
-                fbcomp_th1: th1.min(th2),
-                fbcomp_th2: th2,
-                byte_limit_bytes: 10_000,
-                ..PolicyConfig::default()
+            .prop_map(|(variant, update, p_min, timer, th1, th2, age, srccmp)| {
+                PolicyConfig {
+                    variant,
+                    update,
+                    p_min_percent: p_min,
+                    increase_timer_period_us: timer,
+                    fbcomp_th1: th1.min(th2),
+                    fbcomp_th2: th2,
+                    fb_max_age_us: age,
+                    source_comparison: srccmp,
+                    byte_limit_bytes: 10_000,
+                    ..PolicyConfig::default()
+                }
             })
     }
 
