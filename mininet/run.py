@@ -85,9 +85,10 @@ def run_one(args, rates, mode, rep, outdir):
             series[label] = samples
             if err:
                 errors[label] = err
-            # Mean over the run, skipping the first second (slow start, ARP, hash settling)
-            # and anything the receiver reported after the client's duration.
-            vals = ([v for t, v in samples if 1.0 < t <= args.duration + 0.5]
+            # Mean over the run after the warm-up (slow start, ARP, hash settling, QCN-SW
+            # converging from P = 100) and nothing the receiver reported after the client's
+            # duration.
+            vals = ([v for t, v in samples if args.warmup < t <= args.duration + 0.5]
                     or [v for _, v in samples])
             per_flow[label] = statistics.mean(vals) if vals else 0.0
         sw_rates = sampler.rates_mbps()
@@ -103,8 +104,8 @@ def run_one(args, rates, mode, rep, outdir):
         for t, v in samples:
             if t <= args.duration + 0.5:
                 agg[round(t)] = agg.get(round(t), 0.0) + v
-    def window(pts):  # the clients' run, minus the first second
-        vals = [v for t, v in pts if 1.0 < t <= args.duration + 0.5]
+    def window(pts):  # the clients' run, minus the warm-up
+        vals = [v for t, v in pts if args.warmup < t <= args.duration + 0.5]
         return statistics.mean(vals) if vals else 0.0
     g0 = {sw: window(pts) for sw, pts in sw_rates.items() if sw in group0}
     return {"per_flow": per_flow, "agg_series": sorted(agg.items()), "group0": g0,
@@ -119,6 +120,8 @@ def main(argv=None):
     ap.add_argument("--traffic", required=True, help="uniform | adv+K | hotspot")
     ap.add_argument("--modes", default="minimal,valiant")
     ap.add_argument("--duration", type=int, default=20)
+    ap.add_argument("--warmup", type=float, default=1.0,
+                    help="seconds at the start of each run left out of every mean (steady state)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--host-bw", type=float, default=DEFAULT_BW, help="Mb/s")
     ap.add_argument("--local-bw", type=float, default=DEFAULT_BW, help="Mb/s (fat-tree: up)")
@@ -136,7 +139,10 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     rates = LinkRates(host=args.host_bw, local=args.local_bw, glob=args.global_bw,
                       up=args.local_bw, down=args.global_bw, queue_pkts=args.queue_pkts)
+    if not 0 <= args.warmup < args.duration:
+        ap.error("--warmup must be at least 0 and shorter than --duration")
     summary = {"topology": args.topology, "traffic": args.traffic, "duration_s": args.duration,
+               "warmup_s": args.warmup,
                "seed": args.seed, "repeat": args.repeat, "streams_per_flow": args.streams,
                "link_rates_mbps": rates.as_dict(), "modes": {}}
     series_plot, g0_plot = {}, {}
@@ -178,9 +184,9 @@ def main(argv=None):
 
 def print_table(summary):
     r = summary["link_rates_mbps"]
-    print(f"\n{summary['topology']}  traffic {summary['traffic']}  {summary['duration_s']} s  "
-          f"links host {r['host']} / local {r['local']} / global {r['global']} Mb/s, "
-          f"queues {r['queue_pkts']} pkts")
+    print(f"\n{summary['topology']}  traffic {summary['traffic']}  {summary['duration_s']} s "
+          f"(first {summary.get('warmup_s', 1.0):g} s not counted)  links host {r['host']} / "
+          f"local {r['local']} / global {r['global']} Mb/s, queues {r['queue_pkts']} pkts")
     hdr = f"{'mode':<16}{'flows':>6}{'aggr Mb/s':>11}{'min':>8}{'median':>8}{'max':>8}" \
           f"{'Jain':>7}{'CNMs':>7}{'MODs':>7}"
     print(hdr)

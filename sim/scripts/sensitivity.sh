@@ -1,30 +1,47 @@
 #!/bin/sh
 # Sensitivity of QCN-SW to its constants: increase step, Gd, byte limit, Qeq (sampling base
-# scaled with it) and the sampling base factor, for each variant; scored on uniform at load U
-# and ADV+1 at load A together (score = accepted_uniform + accepted_adv).
+# scaled with it) and the sampling base factor, for each variant (the published four and
+# fabricflow's additions: Fb ageing, source comparison); scored on uniform at load U and ADV+1
+# at load A together (score = accepted_uniform + accepted_adv).
 # Usage: sim/scripts/sensitivity.sh OUT [TOPOLOGY] [U] [A]   -> OUT/sensitivity.csv
+# SF, STEPS, GDS, BLS, QEQS override the grids (space-separated); VARIANTS overrides the variant list
+# (one "name|routing flags" per line).
 set -eu
 OUT=${1:-/tmp/ffsens}
 TOPO=${2:-dragonfly:p=2,a=4,h=2}
 U=${3:-0.9}
 A=${4:-0.45}
 BIN=${BIN:-target/release/fabricflow-sim}
+SF=${SF:-"1 2"}
+STEPS=${STEPS:-"1 5"}
+GDS=${GDS:-"0.0078125 0.00390625"}
+BLS=${BLS:-"150000 30000"}
+QEQS=${QEQS:-"2048 3072 4096"}
+VARIANTS=${VARIANTS:-"qcnsw-base|--routing qcnsw-base
+qcnsw-sp|--routing qcnsw-sp
+qcnsw-fc|--routing qcnsw-fc
+qcnsw-combined|--routing qcnsw-combined
+fc+age20|--routing qcnsw-fc --fb-max-age-us 20
+combined+age20|--routing qcnsw-combined --fb-max-age-us 20
+combined+sc+age20|--routing qcnsw-combined --source-comparison --fb-max-age-us 20"}
 mkdir -p "$OUT"
 CSV="$OUT/sensitivity.csv"
 echo "variant,step,gd,byte_limit,qeq,sampling,uniform_accepted,adv1_accepted,score" > "$CSV"
 acc() { tail -1 "$1/results.csv" | awk -F, '{print $6}'; }
-for v in qcnsw-base qcnsw-sp qcnsw-fc qcnsw-combined; do
- for step in 1 5; do
-  for gd in 0.0078125 0.00390625; do
-   for bl in 150000 30000; do
-    for qeq in 2048 3072 4096; do
-     for sf in 1 2; do
+echo "$VARIANTS" | while IFS='|' read -r name flags; do
+ for step in $STEPS; do
+  for gd in $GDS; do
+   for bl in $BLS; do
+    for qeq in $QEQS; do
+     for sf in $SF; do
       samp=$((150000 * qeq / 26000 / sf))
-      args="--topology $TOPO --warmup 10000 --measure 10000 --threads 1 --no-plot --routing $v --qcn-step $step --qcn-gd $gd --qcn-byte-limit $bl --qeq-bytes $qeq --cp-sampling-bytes $samp"
-      nice -n 19 $BIN $args --traffic uniform --load "$U" --out "$OUT/run-u" > /dev/null
-      nice -n 19 $BIN $args --traffic adv+1 --load "$A" --out "$OUT/run-a" > /dev/null
-      u=$(acc "$OUT/run-u"); a=$(acc "$OUT/run-a")
-      echo "$v,$step,$gd,$bl,$qeq,$samp,$u,$a,$(echo "$u + $a" | bc -l)" >> "$CSV"
+      # shellcheck disable=SC2086 # $flags is a list of arguments
+      args="--topology $TOPO --warmup 10000 --measure 10000 --threads 1 --no-plot $flags --qcn-step $step --qcn-gd $gd --qcn-byte-limit $bl --qeq-bytes $qeq --cp-sampling-bytes $samp"
+      nice -n 19 $BIN $args --traffic uniform --load "$U" --out "$OUT/run-u-$$" > /dev/null &
+      nice -n 19 $BIN $args --traffic adv+1 --load "$A" --out "$OUT/run-a-$$" > /dev/null
+      wait
+      u=$(acc "$OUT/run-u-$$"); a=$(acc "$OUT/run-a-$$")
+      echo "$name,$step,$gd,$bl,$qeq,$samp,$u,$a,$(echo "$u + $a" | bc -l)" >> "$CSV"
      done
     done
    done
