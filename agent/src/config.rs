@@ -178,12 +178,21 @@ impl RuntimeConfig {
 
 /// Constants of the QCN-SW policy engine (DESIGN §5, QCN.md "QCN-SW constants").
 ///
+/// The defaults are the configuration fabricflow-sim's sensitivity sweep picked for uniform and
+/// ADV+1 traffic together on the 1 056-host reference Dragonfly at 40 Gb/s (sim/RESULTS.md §d:
+/// `combined` with fabricflow's two additions, increase step 40, byte limit 30 000, Fb age 20 µs;
+/// Gd 1/128 and Pmin 5 % as published). [`PolicyConfig::published`] gives the papers' constants
+/// (FOGSim / IEEE 802.1Qau) for reproducing them. Time and byte constants scale with the link
+/// rate: on slower links multiply `byte_limit_bytes`'s time and `fb_max_age_us` accordingly
+/// (mininet/agent-emulated.toml does it for 2.5–10 Mb/s links).
+///
 /// Probabilities are in percent (0..=100), as in FOGSim's `portEnrouteMinProb`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
-    /// Which published variant runs. Default `base`: the others are add-ons whose value the
-    /// simulator's sweep has yet to show for fabricflow's fabrics.
+    /// Which published variant runs. Default `combined` (source processing + feedback
+    /// comparison): with `source_comparison` and `fb_max_age_us` it was the sweep's best; the
+    /// published default is `base`.
     pub variant: Variant,
     /// How increases and decreases are applied. Default `aimd`, the published default.
     pub update: UpdatePolicy,
@@ -195,17 +204,21 @@ pub struct PolicyConfig {
     /// the same amount under AD as under MD (QntzFb 63 → −49.2 points). FOGSim subtracts Gd·QntzFb
     /// points (at most 0.49); set this to the value of `gd` to reproduce it exactly.
     pub ad_percent_per_fb: f64,
-    /// Additive increase step, in percentage points (AIMD, AIAD). Default 1.0: from a halving
-    /// (P = 50.8) back to 100 takes 50 increases, i.e. 50 byte limits of traffic on the port
-    /// (7.5 MB, 6 ms at 10 Gb/s). The papers' tuned value is not public.
+    /// Additive increase step, in percentage points (AIMD, AIAD). Default 40 (sweep; 1 in
+    /// `published`): from the 5 % floor back to 100 in 3 increases. With feedback comparison,
+    /// source comparison and ageing deciding when to cut, fast recovery keeps uniform traffic
+    /// minimal (sweep, uniform@0.9: 0.67 with step 5, 0.71 with 10, 0.74 with 20, 0.76 with 40
+    /// and 60) while ADV+1 stays diverted (0.40 at load 0.4, reaction 120–160 µs). The papers'
+    /// tuned value is not public.
     pub increase_step_percent: f64,
     /// Multiplicative increase fraction x (MIMD, MIAD): P ← min(100, P·(1 + x)). Default 0.02:
     /// near P = 50 one increase moves P by one point, like the additive default. FOGSim multiplies
     /// by its R_AI; x = R_AI − 1.
     pub mi_increase_fraction: f64,
     /// B: bytes that must leave a port since its last CNM or increase to earn one increase.
-    /// Default 150 000, the IEEE 802.1Qau reaction point's byte counter (QCN.md). Scale it down
-    /// with the link rate on an emulated fabric (e.g. 15 000 for 10–20 Mb/s links).
+    /// Default 30 000 (sweep; `published`: 150 000, the IEEE 802.1Qau reaction point's byte
+    /// counter, QCN.md) — 6 µs of a busy 40 Gb/s port. Scale it with the link rate on an emulated
+    /// fabric (mininet/agent-emulated.toml uses 30 000 for 2.5–10 Mb/s links).
     pub byte_limit_bytes: u64,
     /// Pmin: floor of P, in percent. Default 5: keeps ≈ 13 of the 255 weight quanta on the
     /// minimal port so the minimal path keeps being probed and its byte counter keeps running;
@@ -225,13 +238,14 @@ pub struct PolicyConfig {
     /// has no flows to steer; set it (e.g. 15 000, the 802.1Qau RP timer) when idle ports must
     /// recover before their traffic returns.
     pub increase_timer_period_us: Option<u64>,
-    /// Fb ageing, µs (fabricflow's addition, not in the papers; absent = the published rule):
+    /// Fb ageing, µs (fabricflow's addition, not in the papers; absent = the published rule;
+    /// default 20 µs, a few CNM intervals of a congested 40 Gb/s port):
     /// with feedback comparison, a port's stored Fb older than this counts as 0 in Fb_avg. The
     /// published rule keeps every stored Fb forever, so after uniform congestion ends every port
     /// still holds a high Fb and a later adversarial pattern never rises above the average
     /// (fabricflow-sim, sim/RESULTS.md): ageing lets ports that stopped receiving CNMs drop out.
     pub fb_max_age_us: Option<u64>,
-    /// Source comparison (fabricflow's addition; default false = the published rule): with
+    /// Source comparison (fabricflow's addition; default true, false = the published rule): with
     /// source processing *and* feedback comparison (`combined`), a self-generated CNM goes
     /// through the same comparison as a received one (increase, dead band or decrease by
     /// Fb − Fb_avg) instead of a plain decrease, without being stored. The published rule's plain
@@ -242,6 +256,22 @@ pub struct PolicyConfig {
 
 impl Default for PolicyConfig {
     fn default() -> Self {
+        PolicyConfig {
+            variant: Variant::Combined,
+            increase_step_percent: 40.0,
+            byte_limit_bytes: 30_000,
+            fb_max_age_us: Some(20),
+            source_comparison: true,
+            ..PolicyConfig::published()
+        }
+    }
+}
+
+impl PolicyConfig {
+    /// The published constants: variant `base`, Gd 1/128, step 1 point per 150 000 octets
+    /// (IEEE 802.1Qau's byte counter), Pmin 5 %, thresholds 0, no timer, neither of fabricflow's
+    /// additions.
+    pub fn published() -> Self {
         PolicyConfig {
             variant: Variant::Base,
             update: UpdatePolicy::Aimd,
@@ -594,8 +624,17 @@ mod tests {
         AgentConfig::default().validate().unwrap();
         let p = PolicyConfig::default();
         assert_eq!(p.gd, 1.0 / 128.0);
-        assert_eq!(p.variant, Variant::Base);
+        assert_eq!(p.variant, Variant::Combined);
         assert_eq!(p.update, UpdatePolicy::Aimd);
+        assert!(p.source_comparison);
+        assert_eq!(p.fb_max_age_us, Some(20));
+        let published = PolicyConfig::published();
+        published.validate().unwrap();
+        assert_eq!(published.variant, Variant::Base);
+        assert_eq!(published.increase_step_percent, 1.0);
+        assert_eq!(published.byte_limit_bytes, 150_000);
+        assert!(!published.source_comparison);
+        assert_eq!(published.fb_max_age_us, None);
     }
 
     #[test]

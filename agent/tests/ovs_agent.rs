@@ -346,7 +346,12 @@ impl Drop for Agent {
 }
 
 fn test_config() -> AgentConfig {
-    let mut cfg = AgentConfig::default();
+    // These tests check the runtime against exact weights: the published base rule keeps the
+    // arithmetic simple (one CNM, one plain decrease).
+    let mut cfg = AgentConfig {
+        policy: fabricflow_agent::config::PolicyConfig::published(),
+        ..AgentConfig::default()
+    };
     cfg.weights.min_update_interval_us = 0;
     cfg.runtime.reconnect_min_us = 20_000;
     cfg.runtime.reconnect_max_us = 200_000;

@@ -279,11 +279,12 @@ impl Default for SimConfig {
             ugal_threshold: 0.0,
             cp_queue: CpQueue::Input,
             // Scaled to the buffers (QCN.md: the 802.1Qau octet values exceed a 4 KB VC buffer):
-            // Qeq at 3/4 of a 4 KB VC input buffer, sampling base scaled like Qeq (150 000 ·
-            // 3 072 / 26 000 ≈ 18 000). Chosen by the sensitivity sweep (sim/README.md).
+            // Qeq at 3/4 of a 4 KB VC input buffer, sampling base scaled like Qeq and halved
+            // (150 000 · 3 072 / 26 000 / 2 ≈ 8 861): the sensitivity sweep's choice together
+            // with the agent's default policy (sim/RESULTS.md §d).
             cp: CpConfig {
                 qeq_bytes: 3_072,
-                sampling_base_bytes: 18_000,
+                sampling_base_bytes: 8_861,
                 ..CpConfig::default()
             },
             policy: PolicyConfig::default(),

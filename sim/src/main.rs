@@ -93,13 +93,19 @@ struct Cli {
     /// QCN-SW floor of P (percent).
     #[arg(long)]
     qcn_pmin: Option<f64>,
+    /// Start from the published QCN-SW constants (FOGSim / 802.1Qau: step 1, byte limit
+    /// 150 000, no Fb ageing, no source comparison) instead of the agent's defaults; the
+    /// other --qcn-* flags still apply on top.
+    #[arg(long)]
+    published_constants: bool,
     /// Feedback comparison: stored Fb older than this (µs of simulated time) count as 0 in
-    /// Fb_avg (fabricflow's ageing addition; omitted = the published rule).
+    /// Fb_avg (fabricflow's ageing addition); 0 turns ageing off (the published rule).
     #[arg(long)]
     fb_max_age_us: Option<u64>,
-    /// `qcnsw-combined`: self-generated CNMs go through the comparison (fabricflow's addition).
+    /// `qcnsw-combined`: whether self-generated CNMs go through the comparison (fabricflow's
+    /// addition; the agent's default is true, the published rule false).
     #[arg(long)]
-    source_comparison: bool,
+    source_comparison: Option<bool>,
 }
 
 fn config(cli: &Cli) -> SimConfig {
@@ -132,6 +138,9 @@ fn config(cli: &Cli) -> SimConfig {
     if let Some(x) = cli.cp_sampling_bytes {
         c.cp.sampling_base_bytes = x;
     }
+    if cli.published_constants {
+        c.policy = fabricflow_agent::config::PolicyConfig::published();
+    }
     if let Some(x) = cli.qcn_step {
         c.policy.increase_step_percent = x;
     }
@@ -144,8 +153,12 @@ fn config(cli: &Cli) -> SimConfig {
     if let Some(x) = cli.qcn_pmin {
         c.policy.p_min_percent = x;
     }
-    c.policy.fb_max_age_us = cli.fb_max_age_us;
-    c.policy.source_comparison = cli.source_comparison;
+    if let Some(x) = cli.fb_max_age_us {
+        c.policy.fb_max_age_us = (x > 0).then_some(x);
+    }
+    if let Some(x) = cli.source_comparison {
+        c.policy.source_comparison = x;
+    }
     c
 }
 

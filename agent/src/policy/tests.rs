@@ -8,14 +8,14 @@ fn policy(cfg: PolicyConfig, ports: &[PortNo]) -> Policy {
 }
 
 fn base(ports: &[PortNo]) -> Policy {
-    policy(PolicyConfig::default(), ports)
+    policy(PolicyConfig::published(), ports)
 }
 
 fn with(variant: Variant, update: UpdatePolicy) -> PolicyConfig {
     PolicyConfig {
         variant,
         update,
-        ..PolicyConfig::default()
+        ..PolicyConfig::published()
     }
 }
 
@@ -133,7 +133,7 @@ fn pmin_floor_holds() {
     let zero = PolicyConfig {
         p_min_percent: 0.0,
         update: UpdatePolicy::Aiad,
-        ..PolicyConfig::default()
+        ..PolicyConfig::published()
     };
     let mut ad0 = policy(zero, &[1]);
     ad0.handle(cnm(1, 63), 0);
@@ -161,7 +161,7 @@ fn aiad_with_fogsim_constant() {
     let cfg = PolicyConfig {
         update: UpdatePolicy::Aiad,
         ad_percent_per_fb: GD,
-        ..PolicyConfig::default()
+        ..PolicyConfig::published()
     };
     let mut pol = policy(cfg, &[1]);
     pol.handle(cnm(1, 63), 0);
@@ -240,7 +240,7 @@ fn feedback_comparison_dead_band() {
         variant: Variant::FeedbackComparison,
         fbcomp_th1: 0.0,
         fbcomp_th2: 10.0,
-        ..PolicyConfig::default()
+        ..PolicyConfig::published()
     };
     let mut pol = policy(cfg, &[1, 2, 3, 4]);
     pol.handle(cnm(1, 20), 0); // avg 5, 20 > 5 + 10: cut by 15
@@ -420,7 +420,7 @@ fn source_comparison_compares_self_generated_cnms() {
 fn idle_timer_increases_per_elapsed_period() {
     let cfg = PolicyConfig {
         increase_timer_period_us: Some(1_000),
-        ..PolicyConfig::default()
+        ..PolicyConfig::published()
     };
     let ms = 1_000_000;
     let mut pol = policy(cfg, &[1, 2]);
@@ -475,7 +475,7 @@ fn set_config_moves_p_into_new_bounds() {
     pol.handle(cnm(1, 63), 0);
     let cfg = PolicyConfig {
         p_min_percent: 60.0,
-        ..PolicyConfig::default()
+        ..PolicyConfig::published()
     };
     let fx = pol.set_config(cfg).unwrap();
     assert_eq!(p(&pol, 1), 60.0);
@@ -491,7 +491,7 @@ fn set_config_moves_p_into_new_bounds() {
     assert!(pol
         .set_config(PolicyConfig {
             gd: 1.0,
-            ..PolicyConfig::default()
+            ..PolicyConfig::published()
         })
         .is_err());
     assert_eq!(pol.config().p_min_percent, 60.0);
@@ -555,7 +555,7 @@ mod props {
                     fb_max_age_us: age,
                     source_comparison: srccmp,
                     byte_limit_bytes: 10_000,
-                    ..PolicyConfig::default()
+                    ..PolicyConfig::published()
                 }
             })
     }

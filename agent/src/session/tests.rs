@@ -15,8 +15,16 @@ fn out(port: u32) -> Vec<Action> {
     vec![Action::Output { port, max_len: 0 }]
 }
 
+/// The published base rule: these tests check exact weights after one plain decrease.
+fn published() -> AgentConfig {
+    AgentConfig {
+        policy: crate::config::PolicyConfig::published(),
+        ..AgentConfig::default()
+    }
+}
+
 fn session() -> Session {
-    let mut agent = AgentConfig::default();
+    let mut agent = published();
     agent.weights.min_update_interval_us = 0;
     Session::new(SessionConfig::default(), &agent).unwrap()
 }
@@ -379,7 +387,7 @@ fn relearning_an_unchanged_plan_writes_nothing_and_keeps_p() {
 
 #[test]
 fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
-    let mut agent = AgentConfig::default();
+    let mut agent = published();
     agent.weights.min_update_interval_us = 0;
     agent.policy.variant = crate::policy::Variant::SourceProcessing;
     let mut s = Session::new(SessionConfig::default(), &agent).unwrap();
