@@ -238,13 +238,13 @@ pub struct PolicyConfig {
     /// has no flows to steer; set it (e.g. 15 000, the 802.1Qau RP timer) when idle ports must
     /// recover before their traffic returns.
     pub increase_timer_period_us: Option<u64>,
-    /// Fb ageing, µs (fabricflow's addition, not in the papers; absent = the published rule;
-    /// default 20 µs, a few CNM intervals of a congested 40 Gb/s port):
+    /// Fb ageing, µs (fabricflow's addition, not in the papers; 0 = the published rule;
+    /// default 20 µs, a few CNM intervals of a congested 40 Gb/s port; 0 turns it off):
     /// with feedback comparison, a port's stored Fb older than this counts as 0 in Fb_avg. The
     /// published rule keeps every stored Fb forever, so after uniform congestion ends every port
     /// still holds a high Fb and a later adversarial pattern never rises above the average
     /// (fabricflow-sim, sim/RESULTS.md): ageing lets ports that stopped receiving CNMs drop out.
-    pub fb_max_age_us: Option<u64>,
+    pub fb_max_age_us: u64,
     /// Source comparison (fabricflow's addition; default true, false = the published rule): with
     /// source processing *and* feedback comparison (`combined`), a self-generated CNM goes
     /// through the same comparison as a received one (increase, dead band or decrease by
@@ -260,7 +260,7 @@ impl Default for PolicyConfig {
             variant: Variant::Combined,
             increase_step_percent: 40.0,
             byte_limit_bytes: 30_000,
-            fb_max_age_us: Some(20),
+            fb_max_age_us: 20,
             source_comparison: true,
             ..PolicyConfig::published()
         }
@@ -284,7 +284,7 @@ impl PolicyConfig {
             fbcomp_th1: 0.0,
             fbcomp_th2: 0.0,
             increase_timer_period_us: None,
-            fb_max_age_us: None,
+            fb_max_age_us: 0,
             source_comparison: false,
         }
     }
@@ -499,20 +499,12 @@ impl PolicyConfig {
                 "> 0 (omit the key to disable)",
             )?;
         }
-        if let Some(t) = self.fb_max_age_us {
-            check(
-                t > 0,
-                "policy.fb_max_age_us",
-                as_f64(t),
-                "> 0 (omit the key to disable)",
-            )?;
-        }
         Ok(())
     }
 
-    /// The Fb age limit in nanoseconds, if enabled.
+    /// The Fb age limit in nanoseconds, if enabled (0 = off, the published rule).
     pub fn fb_max_age_ns(&self) -> Option<u64> {
-        self.fb_max_age_us.map(|us| us.saturating_mul(1_000))
+        (self.fb_max_age_us > 0).then(|| self.fb_max_age_us.saturating_mul(1_000))
     }
 
     /// The increase timer's period in nanoseconds, if enabled.
@@ -627,14 +619,14 @@ mod tests {
         assert_eq!(p.variant, Variant::Combined);
         assert_eq!(p.update, UpdatePolicy::Aimd);
         assert!(p.source_comparison);
-        assert_eq!(p.fb_max_age_us, Some(20));
+        assert_eq!(p.fb_max_age_us, 20);
         let published = PolicyConfig::published();
         published.validate().unwrap();
         assert_eq!(published.variant, Variant::Base);
         assert_eq!(published.increase_step_percent, 1.0);
         assert_eq!(published.byte_limit_bytes, 150_000);
         assert!(!published.source_comparison);
-        assert_eq!(published.fb_max_age_us, None);
+        assert_eq!(published.fb_max_age_us, 0);
     }
 
     #[test]

@@ -154,7 +154,7 @@ fn config(cli: &Cli) -> SimConfig {
         c.policy.p_min_percent = x;
     }
     if let Some(x) = cli.fb_max_age_us {
-        c.policy.fb_max_age_us = (x > 0).then_some(x);
+        c.policy.fb_max_age_us = x;
     }
     if let Some(x) = cli.source_comparison {
         c.policy.source_comparison = x;

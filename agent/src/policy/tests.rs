@@ -340,7 +340,7 @@ fn combined_is_both_add_ons() {
 #[test]
 fn fb_ageing_drops_stale_ports_from_the_average() {
     let aged = PolicyConfig {
-        fb_max_age_us: Some(100),
+        fb_max_age_us: 100,
         ..with(Variant::FeedbackComparison, UpdatePolicy::Aimd)
     };
     let published = with(Variant::FeedbackComparison, UpdatePolicy::Aimd);
@@ -541,7 +541,7 @@ mod props {
             prop::option::of(1u64..5_000),
             -5.0f64..5.0,
             0.0f64..10.0,
-            prop::option::of(1u64..5_000),
+            0u64..5_000,
             any::<bool>(),
         )
             .prop_map(|(variant, update, p_min, timer, th1, th2, age, srccmp)| {
