@@ -10,10 +10,17 @@ BIN=${BIN:-target/release/fabricflow-sim}
 EXTRA=${EXTRA:-}
 MODES=${MODES:-"minimal valiant ugal-l pause qcnsw-base qcnsw-sp qcnsw-fc qcnsw-combined"}
 TMODES=${TMODES:-"qcnsw-base qcnsw-sp qcnsw-fc qcnsw-combined ugal-l"}
-COMMON="--topology $TOPO --warmup 10000 --measure 10000 --threads 2 --seed 1 $EXTRA"
+# TRAFFIC="uniform" or "adv1" runs one of the two sweeps only.
+TRAFFIC=${TRAFFIC:-"uniform adv1"}
+COMMON="--topology $TOPO --measure 10000 --threads 2 --seed 1 $EXTRA"
 for r in $MODES; do
-  nice -n 19 $BIN $COMMON --routing $r --traffic uniform --sweep 0.1:1.0:0.1 --out "$OUT/uniform/$r" --no-plot
-  nice -n 19 $BIN $COMMON --routing $r --traffic adv+1 --sweep 0.1:0.5:0.1 --out "$OUT/adv1/$r" --no-plot
+  for t in $TRAFFIC; do
+    case $t in
+      # ADV+1 warms up 30 000 cycles: the QCN-SW modes need that long to reach steady state.
+      adv1) nice -n 19 $BIN $COMMON --warmup 30000 --routing $r --traffic adv+1 --sweep 0.1:0.5:0.1 --out "$OUT/adv1/$r" --no-plot ;;
+      *) nice -n 19 $BIN $COMMON --warmup 10000 --routing $r --traffic uniform --sweep 0.1:1.0:0.1 --out "$OUT/uniform/$r" --no-plot ;;
+    esac
+  done
 done
 for r in $TMODES; do
   nice -n 19 $BIN --topology $TOPO --warmup 0 --measure 30000 --threads 2 $EXTRA --routing $r \
