@@ -1231,3 +1231,45 @@ impl Sim {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::indexing_slicing, clippy::unwrap_used)]
+    use super::*;
+    use fabricflow_controller::TopologySpec;
+
+    /// The non-minimal draw is uniform over the other global ports. Drawing "the first candidate
+    /// after a random start" gave the port after the excluded one double weight (1/2, 1/4, 1/4
+    /// with h = 4), which overloaded one port of the switch owning the congested link and made
+    /// source processing look useless (sim/RESULTS.md §f).
+    #[test]
+    fn non_minimal_global_port_is_drawn_uniformly() {
+        let cfg = SimConfig {
+            topology: TopologySpec::Dragonfly { p: 1, a: 2, h: 4 },
+            ..SimConfig::default()
+        };
+        let mut sim = Sim::new(cfg).unwrap();
+        let globals = sim.sw_globals[0].clone();
+        assert_eq!(globals.len(), 4);
+        for &not in &globals {
+            let mut counts = [0u32; 4];
+            let n = 30_000;
+            for _ in 0..n {
+                let gp = sim.random_other_global(0, not, false);
+                let k = globals.iter().position(|&g| g == gp).unwrap();
+                counts[k] += 1;
+            }
+            for (k, &c) in counts.iter().enumerate() {
+                if globals[k] == not {
+                    assert_eq!(c, 0, "the excluded port is never drawn");
+                } else {
+                    let share = f64::from(c) / f64::from(n);
+                    assert!(
+                        (share - 1.0 / 3.0).abs() < 0.02,
+                        "share {share} for port {k}: {counts:?}"
+                    );
+                }
+            }
+        }
+    }
+}
