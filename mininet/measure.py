@@ -111,14 +111,37 @@ def read_host_rx_bytes(fn):
 
 
 class SwitchSampler:
-    """Samples each switch's delivered-to-hosts bytes once per second (accepted throughput)."""
+    """Samples each switch's delivered-to-hosts bytes once per second (accepted throughput) and,
+    when an agent runs, every P(port) it reports (the QCN-SW probabilities over time)."""
 
     def __init__(self, fn):
         self.fn = fn
         self.samples = []  # (t, {switch: bytes})
+        self.p_samples = []  # (t, {(switch, port): P percent})
 
     def sample(self):
-        self.samples.append((time.monotonic(), read_host_rx_bytes(self.fn)))
+        now = time.monotonic()
+        self.samples.append((now, read_host_rx_bytes(self.fn)))
+        if getattr(self.fn, "agent_variant", None):
+            try:
+                m = self.fn.agent_metrics()
+            except OSError:
+                return
+            ps = {}
+            for (name, labels), v in m.items():
+                if name == "fabricflow_agent_p_percent":
+                    d = dict(labels)
+                    sw = d.get("switch", "?")  # the bridge's short name: report the fabric's
+                    ps[(self.fn.fabric.sw_long.get(sw, sw), d.get("port", "?"))] = v
+            self.p_samples.append((now, ps))
+
+    def p_series(self):
+        """[(t_rel, switch, port, P)] relative to the first byte sample."""
+        if not self.samples:
+            return []
+        t0 = self.samples[0][0]
+        return [(round(t - t0, 2), sw, port, p)
+                for t, ps in self.p_samples for (sw, port), p in sorted(ps.items())]
 
     def rates_mbps(self):
         """{switch: [(t_rel, Mb/s), ...]}"""

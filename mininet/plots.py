@@ -40,3 +40,27 @@ def per_switch_bars(per_mode, path, title):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def p_over_time(per_mode, path, title):
+    """per_mode: {mode: [(t, switch, port, P percent), ...]} (group-0 switches only); one panel
+    per QCN-SW mode, one line per fabric port."""
+    modes = [m for m, pts in per_mode.items() if pts]
+    if not modes:
+        return
+    fig, axes = plt.subplots(len(modes), 1, figsize=(7, 3 * len(modes)), squeeze=False)
+    for ax, mode in zip(axes[:, 0], modes):
+        lines = {}
+        for t, sw, port, p in per_mode[mode]:
+            lines.setdefault(f"{sw}:{port}", []).append((t, p))
+        for label, pts in sorted(lines.items()):
+            ax.plot([t for t, _ in pts], [p for _, p in pts], label=label)
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("P minimal (%)")
+        ax.set_title(f"{title}: {mode}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, ncol=3)
+    axes[-1, 0].set_xlabel("time (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

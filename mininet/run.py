@@ -92,6 +92,7 @@ def run_one(args, rates, mode, rep, outdir):
                     or [v for _, v in samples])
             per_flow[label] = statistics.mean(vals) if vals else 0.0
         sw_rates = sampler.rates_mbps()
+        p_series = sampler.p_series()
     csv_path = outdir / f"{mode}-r{rep}.csv"
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
@@ -99,6 +100,13 @@ def run_one(args, rates, mode, rep, outdir):
         for label, samples in series.items():
             for t, v in samples:
                 w.writerow([round(t, 2), label, round(v, 4)])
+    p_csv = None
+    if p_series:
+        p_csv = outdir / f"{mode}-r{rep}-p.csv"
+        with open(p_csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["time_s", "switch", "port", "p_percent"])
+            w.writerows(p_series)
     agg = {}
     for samples in series.values():
         for t, v in samples:
@@ -111,7 +119,19 @@ def run_one(args, rates, mode, rep, outdir):
     return {"per_flow": per_flow, "agg_series": sorted(agg.items()), "group0": g0,
             "cnms": cnms, "group_mods": mods, "errors": errors, "csv": str(csv_path),
             "timings": timings, "flows": [f"{s}->{d}" for s, d in flows],
-            "group0_global_tx_mbytes": g0_global}
+            "group0_global_tx_mbytes": g0_global, "p_csv": str(p_csv) if p_csv else None,
+            "group0_switches": group0,
+            # Median P over the steady window per (group-0 switch, port): where QCN-SW settled.
+            "group0_p_median": {f"{sw}:{port}": round(statistics.median(v), 1)
+                                for (sw, port), v in _p_window(p_series, args, group0).items()}}
+
+
+def _p_window(p_series, args, switches):
+    out = {}
+    for t, sw, port, p in p_series:
+        if sw in switches and args.warmup < t <= args.duration + 0.5:
+            out.setdefault((sw, port), []).append(p)
+    return out
 
 
 def main(argv=None):
@@ -145,13 +165,15 @@ def main(argv=None):
                "warmup_s": args.warmup,
                "seed": args.seed, "repeat": args.repeat, "streams_per_flow": args.streams,
                "link_rates_mbps": rates.as_dict(), "modes": {}}
-    series_plot, g0_plot = {}, {}
+    series_plot, g0_plot, p_plot = {}, {}, {}
+    group0_names = set()
     for mode in modes:
         runs = []
         for rep in range(args.repeat):
             t0 = time.monotonic()
             print(f"== {mode} run {rep + 1}/{args.repeat}", flush=True)
             r = run_one(args, rates, mode, rep, out)
+            group0_names.update(r["group0_switches"])
             r["wall_s"] = round(time.monotonic() - t0, 1)
             runs.append(r)
         stats = [measure.flow_stats(r["per_flow"]) for r in runs]
@@ -168,17 +190,24 @@ def main(argv=None):
             "group0_accepted_mbps": {k: round(v, 3) for k, v in runs[0]["group0"].items()},
             # Bytes each global port of group 0 sent (run 0): where the buckets put the traffic.
             "group0_global_tx_mbytes": runs[0]["group0_global_tx_mbytes"],
+            "group0_p_median": runs[0]["group0_p_median"],
         })
         summary["modes"][mode] = merged
         series_plot[mode] = runs[0]["agg_series"]
+        if runs[0]["p_csv"]:
+            with open(runs[0]["p_csv"]) as f:
+                p_plot[mode] = [(float(r["time_s"]), r["switch"], r["port"], float(r["p_percent"]))
+                                for r in csv.DictReader(f) if r["switch"] in group0_names]
         g0_plot[mode] = runs[0]["group0"]
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     title = f"{args.topology} {args.traffic}"
     plots.throughput_over_time(series_plot, out / "throughput.png", title)
     plots.per_switch_bars(g0_plot, out / "group0-switches.png",
                           f"{title}: accepted throughput, group 0 switches")
+    plots.p_over_time(p_plot, out / "p-group0.png", f"{title}: P of group 0's ports")
     print_table(summary)
-    print(f"\nCSV, summary.json, throughput.png and group0-switches.png in {out}")
+    print(f"\nCSV, summary.json, throughput.png, group0-switches.png and (QCN-SW modes) "
+          f"p-group0.png in {out}")
     return summary
 
 
