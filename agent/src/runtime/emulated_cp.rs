@@ -383,7 +383,12 @@ mod tests {
 
     #[test]
     fn filter_passes_only_outgoing_frames_of_the_given_interfaces() {
-        for ifs in [vec![], vec![7], vec![3, 9, 12, 40], (1..=250).collect::<Vec<u32>>()] {
+        for ifs in [
+            vec![],
+            vec![7],
+            vec![3, 9, 12, 40],
+            (1..=250).collect::<Vec<u32>>(),
+        ] {
             let prog = bpf_outgoing_on(&ifs).unwrap();
             for ifx in 0..=260 {
                 for pkttype in [0, 1, 2, 3, 4, 5] {
