@@ -212,18 +212,6 @@ class FabricNet:
             # The userspace datapath does not fill in checksums left to the NIC.
             h.cmd(f"ethtool -K {h.defaultIntf().name} tx off")
         fftopo.apply_queues(self.net, self.rates.queue_pkts)
-        port_type = os.environ.get("FF_PORT_TYPE", "")
-        if port_type:
-            # Experimental (FF_PORT_TYPE=afxdp-nonpmd): AF_XDP rings instead of one recvmmsg per
-            # port per wakeup in ovs-vswitchd's single forwarding thread. ofport_request is kept,
-            # so the plan's port numbers stay valid.
-            cmd = ["ovs-vsctl"]
-            for sw in self.net.switches:
-                for intf in sw.intfList():
-                    if intf.name != "lo":
-                        cmd += ["--", "set", "interface", intf.name, f"type={port_type}",
-                                "options:xdp-mode=generic"]
-            subprocess.run(cmd, check=True, capture_output=True, timeout=60)
         wait_until(lambda: set(our_bridges()) >= {s.name for s in self.net.switches}, 30,
                    "all bridges in ovsdb")
         self.timings["up_s"] = time.monotonic() - t0
