@@ -17,13 +17,16 @@ STEPS=${STEPS:-"1 5"}
 GDS=${GDS:-"0.0078125 0.00390625"}
 BLS=${BLS:-"150000 30000"}
 QEQS=${QEQS:-"2048 3072 4096"}
-VARIANTS=${VARIANTS:-"qcnsw-base|--routing qcnsw-base
-qcnsw-sp|--routing qcnsw-sp
-qcnsw-fc|--routing qcnsw-fc
-qcnsw-combined|--routing qcnsw-combined
-fc+age20|--routing qcnsw-fc --fb-max-age-us 20
-combined+age20|--routing qcnsw-combined --fb-max-age-us 20
-combined+sc+age20|--routing qcnsw-combined --source-comparison --fb-max-age-us 20"}
+# Each variant starts from the published constants, so the grid alone sets step, Gd, byte
+# limit, Qeq and sampling, and the additions appear only where a line names them.
+P=--published-constants
+VARIANTS=${VARIANTS:-"qcnsw-base|$P --routing qcnsw-base
+qcnsw-sp|$P --routing qcnsw-sp
+qcnsw-fc|$P --routing qcnsw-fc
+qcnsw-combined|$P --routing qcnsw-combined
+fc+age20|$P --routing qcnsw-fc --fb-max-age-us 20
+combined+age20|$P --routing qcnsw-combined --fb-max-age-us 20
+combined+sc+age20|$P --routing qcnsw-combined --source-comparison true --fb-max-age-us 20"}
 mkdir -p "$OUT"
 CSV="$OUT/sensitivity.csv"
 echo "variant,step,gd,byte_limit,qeq,sampling,uniform_accepted,adv1_accepted,score" > "$CSV"

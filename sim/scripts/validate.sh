@@ -3,7 +3,8 @@
 # uniform at load 0.9 (10 000 + 10 000 cycles), ADV+1 at load 0.4 (30 000 + 10 000) with the
 # group-0 fairness (Sout / best switch), and the uniform -> ADV+1 transient at load 0.4.
 # Usage: sim/scripts/validate.sh NAME ROUTING [FLAGS...]  -> one line appended to $OUT/summary.txt
-# (sim/results/validation-1056.csv: each run was `--published-constants` + its flags.)
+# FLAGS start from the agent's defaults unless they include --published-constants (as every row
+# of sim/results/validation-1056.csv does).
 set -eu
 N=$1; M=$2; shift 2
 BIN=${BIN:-target/release/fabricflow-sim}

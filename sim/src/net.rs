@@ -812,27 +812,23 @@ impl Sim {
     /// `need_room`), or NONE. Uniform over the candidates: "first candidate after a random start"
     /// would give the port after `not` double weight and overload it.
     fn random_other_global(&mut self, s: u32, not: u32, need_room: bool) -> u32 {
-        let len = self.len;
-        let mut cands = [NONE; 64];
-        let mut n = 0;
-        for &gp in self
-            .sw_globals
-            .get(s as usize)
-            .map_or(&[][..], Vec::as_slice)
-        {
-            if gp == not || (need_room && !self.has_room(gp, 0, len)) {
-                continue;
-            }
-            if let Some(slot) = cands.get_mut(n) {
-                *slot = gp;
-                n += 1;
-            }
-        }
+        let n = self.other_globals(s, not, need_room).count();
         if n == 0 {
             return NONE;
         }
         let k = self.rng.gen_range(0..n);
-        cands.get(k).copied().unwrap_or(NONE)
+        self.other_globals(s, not, need_room).nth(k).unwrap_or(NONE)
+    }
+
+    /// The candidates of [`random_other_global`](Self::random_other_global), in port order.
+    fn other_globals(&self, s: u32, not: u32, need_room: bool) -> impl Iterator<Item = u32> + '_ {
+        let len = self.len;
+        self.sw_globals
+            .get(s as usize)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .copied()
+            .filter(move |&gp| gp != not && (!need_room || self.has_room(gp, 0, len)))
     }
 
     fn has_room(&self, gp: u32, v: usize, len: u32) -> bool {
