@@ -108,6 +108,66 @@ def require_runtime(what):
                            f"or point FABRICFLOW_BIN_DIR at a build)")
 
 
+OVS_LOG = Path("/var/log/openvswitch/ovs-vswitchd.log")
+SEND_ERROR = "error sending Ethernet packet"
+# Octets a queued full frame charges to the socket that sent it (skb truesize, rounded up).
+FRAME_TRUESIZE = 3000
+
+
+def ovs_send_buffer():
+    """(net.core.wmem_default, size of ovs-vswitchd's packet send socket or None if not made yet).
+
+    The userspace datapath sends on every `system` port through one AF_PACKET socket, and a
+    frame waiting in a shaped port's qdisc stays charged to it: see scripts/ovs-start.sh."""
+    default = int(Path("/proc/sys/net/core/wmem_default").read_text())
+    out = sh(["ss", "-f", "link", "-a", "-m", "-p"], check=False).stdout
+    sizes = [int(m) for line in out.splitlines()
+             if '"ovs-vswitchd"' in line and " [0]:* " in line
+             for m in re.findall(r"\btb(\d+)", line)]
+    return default, (max(sizes) if sizes else None)
+
+
+def required_send_buffer(fabric, queue_pkts):
+    """Octets that every switch port's queue, full, charges to ovs-vswitchd's send socket."""
+    ports = 2 * len(fabric.links) + len(fabric.hosts)
+    return ports * (queue_pkts or 1000) * FRAME_TRUESIZE
+
+
+def check_ovs_send_buffer(fabric, queue_pkts):
+    """Refuses to run on an ovs-vswitchd that would drop frames its queues should hold."""
+    need = required_send_buffer(fabric, queue_pkts)
+    default, have = ovs_send_buffer()
+    size = default if have is None else have
+    if size < need:
+        what = ("net.core.wmem_default" if have is None
+                else "ovs-vswitchd's packet send socket (made when wmem_default was smaller)")
+        raise RuntimeError(
+            f"{what} is {size} octets, less than the {need} that this fabric's full queues "
+            f"charge to it: ovs-vswitchd would drop frames instead of queueing them. Run "
+            f"scripts/ovs-start.sh (it raises the sysctl and restarts ovs-vswitchd; "
+            f"FF_OVS_SNDBUF={need} for more than its default)")
+
+
+def ovs_log_size():
+    try:
+        return OVS_LOG.stat().st_size
+    except OSError:
+        return None
+
+
+def ovs_send_errors_since(offset):
+    """Lines ovs-vswitchd logged about frames it could not send since `offset` (rate-limited by
+    OVS, so a lower bound on the events; None if its log is not readable)."""
+    if offset is None:
+        return None
+    try:
+        with open(OVS_LOG, "rb") as f:
+            f.seek(offset)
+            return sum(1 for line in f if SEND_ERROR.encode() in line)
+    except OSError:
+        return None
+
+
 def our_bridges():
     out = sh(["ovs-vsctl", "--timeout=5", "list-br"], check=False).stdout
     return [b for b in out.split() if SWITCH_RE.match(b)]
@@ -177,6 +237,7 @@ class FabricNet:
             require_runtime("controller")
         if self.agent_variant:
             require_runtime("agent")
+        check_ovs_send_buffer(self.fabric, self.rates.queue_pkts)
         left_brs, left_links = our_bridges(), our_links()
         if left_brs or left_links:
             raise RuntimeError(f"leftovers from an earlier run: bridges {left_brs}, links "

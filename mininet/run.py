@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure  # noqa: E402
 import plots  # noqa: E402
 import traffic  # noqa: E402
-from fflaunch import FabricNet, NotAvailable, require_runtime  # noqa: E402
+from fflaunch import (FabricNet, NotAvailable, ovs_log_size, ovs_send_errors_since,  # noqa: E402
+                      require_runtime)
 from fftopo import LinkRates  # noqa: E402
 
 # mode -> (programming, P-minimal, agent variant)
@@ -74,8 +75,13 @@ def run_one(args, rates, mode, rep, outdir):
         flows = traffic.pattern(fn.fabric, args.traffic, args.seed + rep)
         group0 = [sw["name"] for sw in fn.fabric.switches if sw["group"] == 0]
         sampler = measure.SwitchSampler(fn)
+        log_at = ovs_log_size()
         files = traffic.run_iperf(fn, flows, args.duration, fn.tmp / "iperf",
                                   streams=args.streams, on_tick=sampler.sample)
+        send_errors = ovs_send_errors_since(log_at)
+        if send_errors:
+            print(f"   warning: ovs-vswitchd logged {send_errors} 'error sending' lines: it dropped "
+                  f"frames outside the queues (scripts/ovs-start.sh)", flush=True)
         cnms, mods = fn.agent_counters()
         g0_global = measure.global_tx_mbytes(fn, group0)
         timings = dict(fn.timings)
@@ -119,6 +125,7 @@ def run_one(args, rates, mode, rep, outdir):
     return {"per_flow": per_flow, "agg_series": sorted(agg.items()), "group0": g0,
             "cnms": cnms, "group_mods": mods, "errors": errors, "csv": str(csv_path),
             "timings": timings, "flows": [f"{s}->{d}" for s, d in flows],
+            "ovs_send_error_lines": send_errors,
             "group0_global_tx_mbytes": g0_global, "p_csv": str(p_csv) if p_csv else None,
             "group0_switches": group0,
             # Median P over the steady window per (group-0 switch, port): where QCN-SW settled.
@@ -185,7 +192,9 @@ def main(argv=None):
             "flows": stats[0]["flows"],
             "runs": [dict(s, csv=r["csv"], wall_s=r["wall_s"], errors=r["errors"],
                           timings=r["timings"], cnms_generated=r["cnms"],
-                          group_modifies=r["group_mods"]) for s, r in zip(stats, runs)],
+                          group_modifies=r["group_mods"],
+                          ovs_send_error_lines=r["ovs_send_error_lines"])
+                     for s, r in zip(stats, runs)],
             "cnms_generated": runs[0]["cnms"], "group_modifies": runs[0]["group_mods"],
             "group0_accepted_mbps": {k: round(v, 3) for k, v in runs[0]["group0"].items()},
             # Bytes each global port of group 0 sent (run 0): where the buckets put the traffic.
