@@ -77,7 +77,7 @@ def run_one(args, rates, mode, rep, outdir):
         sampler = measure.SwitchSampler(fn)
         log_at = ovs_log_size()
         files = traffic.run_iperf(fn, flows, args.duration, fn.tmp / "iperf",
-                                  streams=args.streams, on_tick=sampler.sample)
+                                  streams=args.streams, on_tick=sampler.sample, cc=args.tcp_cc)
         send_errors = ovs_send_errors_since(log_at)
         if send_errors:
             print(f"   warning: ovs-vswitchd logged {send_errors} 'error sending' lines: it dropped "
@@ -155,6 +155,8 @@ def main(argv=None):
     ap.add_argument("--global-bw", type=float, default=DEFAULT_BW, help="Mb/s (fat-tree: down)")
     ap.add_argument("--queue-pkts", type=int, default=50)
     ap.add_argument("--streams", type=int, default=4, help="iperf3 -P")
+    ap.add_argument("--tcp-cc", default=traffic.DEFAULT_TCP_CC,
+                    help="hosts' TCP congestion control (default cubic, Linux's default)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--program", choices=["static", "controller"], default="static",
@@ -171,6 +173,7 @@ def main(argv=None):
     summary = {"topology": args.topology, "traffic": args.traffic, "duration_s": args.duration,
                "warmup_s": args.warmup,
                "seed": args.seed, "repeat": args.repeat, "streams_per_flow": args.streams,
+               "tcp_cc": args.tcp_cc,
                "link_rates_mbps": rates.as_dict(), "modes": {}}
     series_plot, g0_plot, p_plot = {}, {}, {}
     group0_names = set()
@@ -224,7 +227,8 @@ def print_table(summary):
     r = summary["link_rates_mbps"]
     print(f"\n{summary['topology']}  traffic {summary['traffic']}  {summary['duration_s']} s "
           f"(first {summary.get('warmup_s', 1.0):g} s not counted)  links host {r['host']} / "
-          f"local {r['local']} / global {r['global']} Mb/s, queues {r['queue_pkts']} pkts")
+          f"local {r['local']} / global {r['global']} Mb/s, queues {r['queue_pkts']} pkts, "
+          f"TCP {summary.get('tcp_cc', '?')}")
     hdr = f"{'mode':<16}{'flows':>6}{'aggr Mb/s':>11}{'min':>8}{'median':>8}{'max':>8}" \
           f"{'Jain':>7}{'CNMs':>7}{'MODs':>7}"
     print(hdr)

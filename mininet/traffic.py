@@ -63,10 +63,17 @@ def pattern(fabric, name, seed, hot_n=4):
     raise ValueError(f"unknown traffic {name!r} (uniform, adv+K, hotspot)")
 
 
-def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=None):
+# The senders' TCP congestion control, pinned (iperf3 -C) because a Mininet host inherits the
+# machine's default (bbr on this one, cubic on a stock Debian) and the results depend on it.
+DEFAULT_TCP_CC = "cubic"
+
+
+def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=None,
+              cc=DEFAULT_TCP_CC):
     """Runs one iperf3 TCP flow per (src, dst); returns {flow_label: receiver's JSON path}.
 
-    `on_tick` (if given) is called about once a second while the clients run."""
+    `on_tick` (if given) is called about once a second while the clients run; `cc` is the
+    senders' TCP congestion control (None: the host's default)."""
     outdir.mkdir(parents=True, exist_ok=True)
     servers, clients, files = [], [], {}
     by_dst = {}
@@ -99,7 +106,7 @@ def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=No
         ip = fn.fabric.host(dst)["ip"]
         cmd = (f"while [ ! -e {go} ]; do sleep 0.02; done; exec iperf3 -c {ip} "
                f"-p {base_port + i} -t {duration} -P {streams} -i 1 --json "
-               f"--connect-timeout 5000")
+               f"--connect-timeout 5000{f' -C {cc}' if cc else ''}")
         with open(path, "w") as out:
             clients.append(fn.host_popen(fn.node(src), ["sh", "-c", cmd],
                                          stdout=out, stderr=subprocess.STDOUT))

@@ -111,6 +111,8 @@ class ThroughputTests(Base):
           self.t0)
         for m in (mn, va):
             self.assertEqual(m["runs"][0]["errors"], {}, "iperf3 errors")
+            self.assertEqual(m["runs"][0]["ovs_send_error_lines"], 0,
+                             "ovs-vswitchd dropped frames it could not send: scripts/ovs-start.sh")
             self.assertGreater(m["aggregate_mbps"], 0)
         # Where the buckets put group 0's traffic: g0s0:3 is the global link to group 1, the
         # minimal path of all of group 0's ADV+1 traffic.  Deterministic, unlike throughput.
@@ -121,12 +123,13 @@ class ThroughputTests(Base):
           f"valiant {share(va):.2f}", self.t0)
         self.assertGreater(share(mn), 0.6)   # the rest: ACKs of group 6's flows, on g0s1
         self.assertLess(share(va), 0.1)      # P=0: only ACKs/ARP could use it
-        # Throughput is reported, not asserted: global links (2.5 Mb/s) are the scarce resource
-        # (ideal minimal 7 x 2.5 = 17.5, Valiant ~44 Mb/s), but the single ovs-vswitchd thread of
-        # this 2-core machine makes one 8 s run swing by +-30 % (minimal 13.9-20.0, Valiant
-        # 16.6-24 across runs, once minimal > Valiant under load).  The comparison is the demo's
-        # job (medians of 3 in mininet/README.md); the byte shares above are the deterministic
-        # evidence that the non-minimal buckets carry the traffic.
+        # Throughput: global links (2.5 Mb/s) are the scarce resource.  Minimal routing cannot
+        # carry more than 7 x 2.5 = 17.5 Mb/s (each group over its one link to the next; the
+        # shaping holds it there), Valiant spreads the groups over the others (ideal ~44).
+        # Measured in 30 s runs: minimal 16.7-17.0, Valiant 33.8-37.7 (mininet/README.md).
+        ceiling = 7 * 2.5
+        self.assertLess(mn["aggregate_mbps"], 1.1 * ceiling, "minimal above its link ceiling")
+        self.assertGreater(va["aggregate_mbps"], 1.3 * ceiling, "Valiant does not beat minimal")
         for f in ("summary.json", "throughput.png", "group0-switches.png", "minimal-r0.csv"):
             self.assertTrue((out / f).stat().st_size > 0, f)
 

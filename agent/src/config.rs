@@ -105,7 +105,9 @@ pub struct EmulatedCpConfig {
     /// Run it on the fabric ports that are local Linux interfaces. Default true. A switch whose
     /// ports are not local interfaces runs without it (logged).
     pub enabled: bool,
-    /// Period of the egress qdisc backlog reading (netlink RTM_GETQDISC), µs. Default 1000.
+    /// Period of the backlog gauge refresh (netlink RTM_GETQDISC on every fabric port), µs.
+    /// Default 100 000. A sample reads its own port's backlog when it happens, so this period
+    /// only bounds how stale the metrics/API gauge is (and how long a stop takes).
     pub queue_poll_period_us: u64,
     /// PACKET_OUT in_port of injected CNMs; absent = OFPP_CONTROLLER (default). The plan's
     /// table 0 must forward CNMs from this in_port towards their destination (transit), not to
@@ -117,7 +119,7 @@ impl Default for EmulatedCpConfig {
     fn default() -> Self {
         EmulatedCpConfig {
             enabled: true,
-            queue_poll_period_us: 1_000,
+            queue_poll_period_us: 100_000,
             inject_in_port: None,
         }
     }

@@ -1,8 +1,12 @@
 //! The emulated QCN congestion point of one switch (OVS has no QCN; DESIGN §5).
 //!
 //! A thread per switch (the sockets are blocking and the work is microseconds):
-//! - every `queue_poll_period` it reads each fabric port's egress qdisc backlog with one
-//!   rtnetlink request per port ([`crate::qdisc`]) — that is Q;
+//! - when a frame is the sample of its port (its bytes use up the sampling interval) it reads
+//!   that port's egress qdisc backlog with one rtnetlink request ([`crate::qdisc`]) — that is
+//!   Q, fresh at the sample. Polling every port every millisecond instead cost one request per
+//!   port per millisecond whether or not a sample was due: on Dragonfly(2,4,2) (36 switches,
+//!   180 fabric ports) 180 000 requests/s. Every `queue_poll_period` it also refreshes the
+//!   backlog gauge of every port (metrics, API);
 //! - it receives transmitted frames from one `AF_PACKET` socket (ETH_P_ALL) and keeps those with
 //!   `sll_pkttype == PACKET_OUTGOING` on a fabric port's interface. Every such frame counts
 //!   towards that port's [`CongestionPoint`] sampling interval; the sampled frame gets a CNM when
@@ -263,6 +267,25 @@ pub fn spawn(
                     continue;
                 };
                 let frame = buf.get(..n).unwrap_or_default();
+                // Only the sample uses Q: read it then, for this port only.
+                let qb = if n as u64 >= cp.until_sample_bytes() {
+                    match qdisc.backlog_bytes(p.ifindex) {
+                        Ok(b) => {
+                            if let Some(slot) = q.get_mut(i) {
+                                *slot = b;
+                            }
+                            b
+                        }
+                        Err(_) => {
+                            if let Ok(mut s) = status2.lock() {
+                                s.netlink_errors += 1;
+                            }
+                            qb
+                        }
+                    }
+                } else {
+                    qb
+                };
                 let Some(fb) = cp.on_enqueue(n as u64, qb, rng.gen()) else {
                     if let Ok(mut s) = status2.lock() {
                         s.frames_seen += 1;
