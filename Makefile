@@ -27,7 +27,7 @@ clean-ovs:       ## remove bridges left by an interrupted test run
 # agent, combined variant).  Global links are the scarce resource (2.5 Mb/s; host and local 10).
 # Three runs per mode (seeds 1-3, medians; ~8 min), 30 s each, the first 5 s (TCP start, QCN-SW
 # converging from P = 100) not counted. Override e.g. DEMO_REPEAT=1 for a ~3 min look, or
-# DEMO_TOPO=dragonfly:p=2,a=4,h=2 DEMO_BW=4 DEMO_GLOBAL_BW=1.
+# DEMO_TOPO=dragonfly:p=2,a=4,h=2 (same rates, ~11 min; QCN-SW falls short there: mininet/README.md).
 DEMO_TOPO ?= dragonfly:p=1,a=2,h=3
 DEMO_DURATION ?= 30
 DEMO_WARMUP ?= 5
