@@ -8,7 +8,7 @@
 # ovs-vswitchd creates it (212 992 octets on Debian: ~75 full frames for ALL queues of ALL
 # bridges together); when it is full, ovs-vswitchd drops the frame ("error sending Ethernet
 # packet ... Resource temporarily unavailable" in its log, no interface counter moves). Measured
-# on Dragonfly(1,2,3) ADV+1: Valiant 16.4 -> 34.3 Mb/s and TCP retransmissions 22 % -> 0.4 %
+# on Dragonfly(1,2,3) ADV+1: Valiant 16.4 -> 34.3 Mb/s and TCP retransmissions 15-34 % -> 0.4-1.4 % (hosts' nstat)
 # once the buffer holds every queue. So: raise the default before ovs-vswitchd starts, and
 # restart a running ovs-vswitchd whose socket was made smaller.
 set -euo pipefail

@@ -1,56 +1,69 @@
 #!/usr/bin/python3
 """Experiment (not a test): Dragonfly(2,4,2) ADV+1 with a *static* plan at P = P0 percent, and
-optionally its SELECT-group weights rewritten between P0 and P1 about RATE times a second per
-bridge over OpenFlow 1.3 (`ofchurn.py`, on each bridge's management socket) — what a weight
-MODIFY costs the TCP streams without any QCN-SW dynamics. Prints the aggregate (mean over
-seconds 5-30 of 30, Mb/s) and the MODIFYs sent.
+optionally (`churn`) every SELECT group's weights rewritten between the P0 and P1 plans, RATE
+MODIFYs a second per bridge over OpenFlow 1.3 (`ofchurn.py`, on each bridge's management
+socket): what a weight MODIFY costs the TCP streams without any QCN-SW dynamics. Prints the
+aggregate (mean over seconds 5-30 of 30, Mb/s) and the MODIFYs sent.
 
     sudo /usr/bin/python3 mininet/experiments/static_split.py static 15 15
     sudo /usr/bin/python3 mininet/experiments/static_split.py churn 5 10 14
 """
+import argparse
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
-import traffic, measure
-from fflaunch import FabricNet
-from fftopo import LinkRates, CONTROLLER_BIN
-spec = "dragonfly:p=2,a=4,h=2"; churn = sys.argv[1] == "churn"; p0 = int(sys.argv[2]); p1 = int(sys.argv[3]); RATE = float(sys.argv[4]) if len(sys.argv) > 4 else 14
-rates = LinkRates(host=10, local=10, glob=2.5, up=10, down=2.5, queue_pkts=50)
-with FabricNet(spec, rates, mode="static", p_minimal=p0) as fn:
-    files = {}
-    for sw in fn.fabric.switches:
-        name, br = sw["name"], fn.fabric.sw_short[sw["name"]]
-        for p in (p0, p1):
-            out = fn.tmp / f"{br}-{p}.groups"
-            subprocess.run([str(CONTROLLER_BIN), "plan", "--topology", spec, "--switch", name,
-                            "--p-minimal", str(p), "--groups-out", str(out), "--flows-out", str(out) + ".flows"], check=True, capture_output=True)
-            # only the inject groups towards local ports and the global ones: all of them
-            files[(br, p)] = out.read_text().splitlines()
-    stop = threading.Event(); mods = [0]
-    import ofchurn
-    bg = {}
-    for sw in fn.fabric.switches:
-        br = fn.fabric.sw_short[sw["name"]]
-        a = [g for g in files[(br, p0)] if "type=select" in g]
-        b = [g for g in files[(br, p1)] if "type=select" in g]
-        bg[br] = (a, b)
-    def churner2():
-        ofchurn.run(bg, RATE, stop, mods)
-    flows = traffic.pattern(fn.fabric, "adv+1", 1)
-    th = None
-    if churn:
-        th = threading.Thread(target=churner2, daemon=True); th.start()
-    res = traffic.run_iperf(fn, flows, 30, fn.tmp / "iperf", streams=4)
-    stop.set()
-    agg = 0
-    for label, path in res.items():
-        s, err = measure.parse_iperf(path)
-        vals = [v for tt, v in s if 5 < tt <= 30.5]
-        agg += sum(vals)/len(vals) if vals else 0
-    print("RESULT", sys.argv[1:], "agg", round(agg, 2), "mods", mods[0])
+
+import measure  # noqa: E402
+import ofchurn  # noqa: E402
+import traffic  # noqa: E402
+from fflaunch import FabricNet  # noqa: E402
+from fftopo import CONTROLLER_BIN, LinkRates  # noqa: E402
+
+SPEC = "dragonfly:p=2,a=4,h=2"
+RATES = LinkRates(host=10, local=10, glob=2.5, up=10, down=2.5, queue_pkts=50)
+DURATION, WARMUP = 30, 5
+
+
+def select_groups(fn, sw_name, p):
+    """The switch's SELECT groups (ovs-ofctl text) in the static plan at P = p."""
+    out = fn.tmp / f"{sw_name}-{p}.groups"
+    subprocess.run([str(CONTROLLER_BIN), "plan", "--topology", SPEC, "--switch", sw_name,
+                    "--p-minimal", str(p), "--groups-out", str(out),
+                    "--flows-out", f"{out}.flows"], check=True, capture_output=True)
+    return [g for g in out.read_text().splitlines() if "type=select" in g]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("how", choices=["static", "churn"])
+    ap.add_argument("p0", type=int)
+    ap.add_argument("p1", type=int)
+    ap.add_argument("rate", type=float, nargs="?", default=14.0,
+                    help="MODIFYs per second per bridge (churn)")
+    args = ap.parse_args()
+    with FabricNet(SPEC, RATES, mode="static", p_minimal=args.p0) as fn:
+        stop, mods = threading.Event(), [0]
+        if args.how == "churn":
+            plans = {fn.fabric.sw_short[sw["name"]]: (select_groups(fn, sw["name"], args.p0),
+                                                      select_groups(fn, sw["name"], args.p1))
+                     for sw in fn.fabric.switches}
+            threading.Thread(target=ofchurn.run, args=(plans, args.rate, stop, mods),
+                             daemon=True).start()
+        flows = traffic.pattern(fn.fabric, "adv+1", 1)
+        files = traffic.run_iperf(fn, flows, DURATION, fn.tmp / "iperf", streams=4)
+        stop.set()
+        agg = 0.0
+        for path in files.values():  # in the run's directory, gone after teardown
+            samples, _ = measure.parse_iperf(path)
+            vals = [v for t, v in samples if WARMUP < t <= DURATION + 0.5]
+            agg += sum(vals) / len(vals) if vals else 0.0
+    print(f"{args.how} P {args.p0}/{args.p1}: aggregate {agg:.2f} Mb/s, MODIFYs {mods[0]}")
+
+
+if __name__ == "__main__":
+    main()
