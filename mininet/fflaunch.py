@@ -413,16 +413,26 @@ class FabricNet:
         secure, set by Mininet); waits until `/api/v1/switches` reports every switch synced."""
         require_runtime("controller")
         cfg = self.tmp / "controller.toml"
-        cfg.write_text(
-            f'fabric = "{self.spec}"\n'
-            f'openflow_listen = "127.0.0.1:{self.controller_port}"\n'
-            f'http_listen = "127.0.0.1:{self.http_port}"\n'
-            'store = "memory"\n'
-            f'p_minimal_percent = {float(self.p_minimal)}\n'
+        keys = {
+            "fabric": toml_value(self.spec),
+            "openflow_listen": toml_value(f"127.0.0.1:{self.controller_port}"),
+            "http_listen": toml_value(f"127.0.0.1:{self.http_port}"),
+            "store": toml_value("memory"),
+            "p_minimal_percent": toml_value(float(self.p_minimal)),
             # The agent's plan conventions (agent-emulated.toml [runtime]): the cookie its plan
             # read filters on and the controller id its table-0 CNM rule sends to.
-            f'cookie = {PLAN_COOKIE:#x}\n'
-            f'agent_controller_id = {AGENT_CONTROLLER_ID}\n')
+            "cookie": f"{PLAN_COOKIE:#x}",
+            "agent_controller_id": toml_value(AGENT_CONTROLLER_ID),
+            # LLDP liveness: 15 missed 1 s periods, not the controller's 3. ovs-vswitchd answers
+            # OpenFlow in the thread that forwards every packet of the userspace datapath, so
+            # on a busy emulated fabric a packet-in can wait seconds: with 3 periods healthy
+            # links were declared failed, and the fabric re-planned, dozens to a thousand times
+            # in one Dragonfly(2,4,2) run. A port going down still fails its link at once.
+            "lldp_missing_periods": "15",
+        }
+        # FF_CONTROLLER_SET="key=value,...": experiments (e.g. lldp_missing_periods=10).
+        keys.update(parse_sets(os.environ.get("FF_CONTROLLER_SET", "")))
+        cfg.write_text("".join(f"{k} = {v}\n" for k, v in keys.items()))
         self.spawn([str(CONTROLLER_BIN), "run", "--config", str(cfg)], "controller.log")
         wait_until(lambda: self._http_json(self.http_port, "/api/v1/switches") is not None, 20,
                    "controller HTTP API up", 0.2)

@@ -46,8 +46,11 @@ pub struct RuntimeConfig {
     /// logged): on OVS the default role of every connection is already EQUAL.
     pub request_role_equal: bool,
     /// OFPMP_PORT_STATS polling period (tx_bytes deltas feed the byte counter), µs. Default
-    /// 100 000 (100 ms).
+    /// 100 000 (100 ms). With `byte_counter = "minimal-bucket"` it is the group-statistics
+    /// period instead (port statistics are then not polled).
     pub port_stats_period_us: u64,
+    /// What the byte counter counts (see [`ByteCounter`]). Default "port".
+    pub byte_counter: ByteCounter,
     /// Period of the plan read (GROUP_DESC + cookie-masked FLOW_STATS), µs. Default 5 000 000.
     /// Reads also follow every GROUP_MOD error and PORT_STATUS.
     pub plan_refresh_period_us: u64,
@@ -75,6 +78,7 @@ impl Default for RuntimeConfig {
             miss_send_len: 0xffff,
             request_role_equal: true,
             port_stats_period_us: 100_000,
+            byte_counter: ByteCounter::Port,
             plan_refresh_period_us: 5_000_000,
             tick_period_us: 1_000,
             reconnect_min_us: 100_000,
@@ -85,6 +89,24 @@ impl Default for RuntimeConfig {
             emulated_cp: EmulatedCpConfig::default(),
         }
     }
+}
+
+/// The byte counter's input: which bytes "left port p" (DESIGN §5) are counted towards P(p)'s
+/// next increase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ByteCounter {
+    /// Every octet transmitted on p (OFPMP_PORT_STATS tx_bytes): transit traffic and other
+    /// switches' diverted traffic included. The literal reading, and what any OF1.3 switch reports.
+    #[default]
+    Port,
+    /// Only the octets this switch injected minimally through p: bucket 0 of p's decision point
+    /// (OFPMP_GROUP bucket counters). This is QCN's reaction-point byte counter — it counts the
+    /// traffic the probability governs — so a switch whose own minimal traffic is held back by a
+    /// congested link does not raise P because other traffic keeps the port busy. Needs bucket
+    /// statistics; since OVS zeroes a group's counters on every MODIFY, the agent reads the
+    /// group's counters in the same ordered stream just before each weight write.
+    MinimalBucket,
 }
 
 /// Log output format.
@@ -109,6 +131,12 @@ pub struct EmulatedCpConfig {
     /// Default 100 000. A sample reads its own port's backlog when it happens, so this period
     /// only bounds how stale the metrics/API gauge is (and how long a stop takes).
     pub queue_poll_period_us: u64,
+    /// How long the sampling thread sleeps between two drains of its packet socket, µs.
+    /// Default 2000. The thread never blocks on the socket: a reader waiting in `recv` is woken
+    /// by every transmitted frame, in the transmitting thread — on Open vSwitch's userspace
+    /// datapath, the one thread that forwards every packet. Draining in batches delays a sample
+    /// (and its CNM) by at most this period.
+    pub batch_period_us: u64,
     /// PACKET_OUT in_port of injected CNMs; absent = OFPP_CONTROLLER (default). The plan's
     /// table 0 must forward CNMs from this in_port towards their destination (transit), not to
     /// the local agent.
@@ -120,6 +148,7 @@ impl Default for EmulatedCpConfig {
         EmulatedCpConfig {
             enabled: true,
             queue_poll_period_us: 100_000,
+            batch_period_us: 2_000,
             inject_in_port: None,
         }
     }
@@ -165,6 +194,10 @@ impl RuntimeConfig {
             (
                 self.emulated_cp.queue_poll_period_us,
                 "runtime.emulated_cp.queue_poll_period_us",
+            ),
+            (
+                self.emulated_cp.batch_period_us,
+                "runtime.emulated_cp.batch_period_us",
             ),
         ] {
             check(v > 0, field, as_f64(v), "> 0")?;

@@ -16,7 +16,9 @@
 //!    so the agent follows the controller's changes and resyncs.
 //! 3. Running: CNM packet-ins are checked ([`check_cnm`]) and fed to the [`Policy`];
 //!    OFPMP_PORT_STATS is polled every `port_stats_period` and tx_bytes deltas become
-//!    `BytesSent`; `Tick` runs every `tick_period`. Changed probabilities go through the
+//!    `BytesSent` (or, with [`ByteCounter::MinimalBucket`], OFPMP_GROUP is polled and the
+//!    deltas of each decision point's bucket 0 become `BytesSent` for its minimal port);
+//!    `Tick` runs every `tick_period`. Changed probabilities go through the
 //!    [`WeightPlanner`]; its writes become GROUP_MOD MODIFY messages that keep every bucket's
 //!    actions and watch port/group and change only the weights.
 //!
@@ -29,10 +31,11 @@ use fabricflow_proto::cnm::Cnm;
 use fabricflow_proto::ethernet::ethertype;
 use fabricflow_proto::openflow::action::Action;
 use fabricflow_proto::openflow::group::GroupMod;
+use fabricflow_proto::openflow::group::OFPG_ALL;
 use fabricflow_proto::openflow::message::{Body, Message};
 use fabricflow_proto::openflow::multipart::{
-    FlowStatsRequest, MultipartAssembler, MultipartReplyBody, PortStats, OFPG_ANY, OFPP_ANY,
-    OFPTT_ALL,
+    FlowStatsRequest, GroupStats, MultipartAssembler, MultipartReplyBody, PortStats, OFPG_ANY,
+    OFPP_ANY, OFPTT_ALL,
 };
 use fabricflow_proto::openflow::packet::{PacketIn, PacketOut};
 use fabricflow_proto::openflow::port::{OFPP_CONTROLLER, OFPP_TABLE};
@@ -42,7 +45,7 @@ use fabricflow_proto::select_weights::p_minimal_from_weights;
 use fabricflow_proto::MacAddr;
 use serde::Serialize;
 
-use crate::config::{AgentConfig, ConfigError};
+use crate::config::{AgentConfig, ByteCounter, ConfigError};
 use crate::plan::{host_group, Plan, PlanConventions};
 use crate::policy::{Effects, Event, Policy};
 use crate::weights::{GroupWrite, WeightPlanner};
@@ -57,8 +60,10 @@ pub struct SessionConfig {
     pub miss_send_len: u16,
     /// Send ROLE_REQUEST EQUAL after the handshake.
     pub request_role_equal: bool,
-    /// OFPMP_PORT_STATS polling period, ns.
+    /// OFPMP_PORT_STATS (or OFPMP_GROUP, see `byte_counter`) polling period, ns.
     pub port_stats_period_ns: u64,
+    /// What feeds the byte counter.
+    pub byte_counter: ByteCounter,
     /// Period of the plan read (GROUP_DESC + FLOW_STATS), ns.
     pub plan_refresh_period_ns: u64,
     /// Period of the policy `Tick` and the planner's flush, ns.
@@ -76,6 +81,7 @@ impl Default for SessionConfig {
             miss_send_len: 0xffff,
             request_role_equal: true,
             port_stats_period_ns: 100_000_000,
+            byte_counter: ByteCounter::Port,
             plan_refresh_period_ns: 5_000_000_000,
             tick_period_ns: 1_000_000,
             cnm_inject_in_port: OFPP_CONTROLLER,
@@ -171,6 +177,8 @@ pub struct SessionCounters {
     pub plan_changes: u64,
     /// Port-stats replies processed.
     pub port_stats_replies: u64,
+    /// Group-stats replies processed (`byte_counter = "minimal-bucket"`).
+    pub group_stats_replies: u64,
 }
 
 /// The role situation on the current connection.
@@ -193,6 +201,10 @@ enum Pending {
     Features,
     PortDesc,
     PortStats,
+    /// The periodic OFPMP_GROUP read of every group.
+    GroupStats,
+    /// The read of one group's counters just before a MODIFY of it (which zeroes them on OVS).
+    GroupStatsBeforeWrite(u32),
     GroupDesc(u64),
     Flows(u64),
     GroupMod(u32),
@@ -279,6 +291,10 @@ pub struct Session {
     write_seq: u64,
     last_write_seq: HashMap<u32, u64>,
     tx_bytes: HashMap<PortNo, u64>,
+    /// Last bucket-0 byte count read per decision point.
+    bucket_bytes: HashMap<u32, u64>,
+    /// Decision points whose counters a MODIFY zeroed after the last read.
+    bucket_zeroed: BTreeSet<u32>,
     ports: BTreeMap<PortNo, PortInfo>,
     datapath_id: Option<u64>,
     role: RoleState,
@@ -310,6 +326,8 @@ impl Session {
             write_seq: 0,
             last_write_seq: HashMap::new(),
             tx_bytes: HashMap::new(),
+            bucket_bytes: HashMap::new(),
+            bucket_zeroed: BTreeSet::new(),
             ports: BTreeMap::new(),
             datapath_id: None,
             role: RoleState::Unknown,
@@ -343,6 +361,8 @@ impl Session {
         self.assembler = MultipartAssembler::with_limit(1 << 20);
         self.round = None;
         self.tx_bytes.clear();
+        self.bucket_bytes.clear();
+        self.bucket_zeroed.clear();
         self.role = RoleState::Unknown;
         self.outbox.clear();
         let hello_xid = self.next_xid();
@@ -431,9 +451,14 @@ impl Session {
         self.flush_writes();
         if now_ns >= self.next_stats_ns {
             self.next_stats_ns = now_ns.saturating_add(self.cfg.port_stats_period_ns);
-            if self.plan.is_some() && !self.pending.values().any(|p| *p == Pending::PortStats) {
-                self.request(Pending::PortStats, |x| {
-                    Message::port_stats_request(x, OFPP_ANY)
+            let kind = match self.cfg.byte_counter {
+                ByteCounter::Port => Pending::PortStats,
+                ByteCounter::MinimalBucket => Pending::GroupStats,
+            };
+            if self.plan.is_some() && !self.pending.values().any(|p| *p == kind) {
+                self.request(kind, |x| match kind {
+                    Pending::GroupStats => Message::group_stats_request(x, OFPG_ALL),
+                    _ => Message::port_stats_request(x, OFPP_ANY),
                 });
             }
         }
@@ -481,6 +506,8 @@ impl Session {
             }
             Some(Pending::GroupMod(group_id)) => {
                 self.counters.group_mod_errors += 1;
+                // The refused MODIFY zeroed nothing.
+                self.bucket_zeroed.remove(&group_id);
                 tracing::warn!(group_id, %error, "GROUP_MOD refused; re-reading the plan");
                 if self.round.is_none() {
                     self.start_plan_read(now_ns);
@@ -528,6 +555,12 @@ impl Session {
             }
             (Pending::PortStats, MultipartReplyBody::PortStats(stats)) => {
                 self.on_port_stats(&stats, now_ns);
+            }
+            (Pending::GroupStats, MultipartReplyBody::Group(stats)) => {
+                self.on_group_stats(&stats, None, now_ns);
+            }
+            (Pending::GroupStatsBeforeWrite(id), MultipartReplyBody::Group(stats)) => {
+                self.on_group_stats(&stats, Some(id), now_ns);
             }
             (Pending::GroupDesc(id), MultipartReplyBody::GroupDesc(groups)) => {
                 if let Some(r) = self.round.as_mut().filter(|r| r.id == id) {
@@ -670,6 +703,46 @@ impl Session {
         self.flush_writes();
     }
 
+    /// Bucket-0 deltas of the decision points become `BytesSent` for their minimal ports.
+    /// Replies arrive in request order and OVS applies a MODIFY between the read before it and
+    /// the next read, so a read taken just before a write (`before_write`) closes the counter's
+    /// epoch exactly and the next read counts from zero.
+    fn on_group_stats(&mut self, stats: &[GroupStats], before_write: Option<u32>, now_ns: u64) {
+        self.counters.group_stats_replies += 1;
+        for s in stats {
+            let Some(port) = self
+                .plan
+                .as_ref()
+                .and_then(|p| p.groups.get(&s.group_id))
+                .map(|g| g.dp.minimal_port)
+            else {
+                continue;
+            };
+            let Some(now_bytes) = s.bucket_stats.first().map(|b| b.byte_count) else {
+                continue;
+            };
+            let prev = if self.bucket_zeroed.remove(&s.group_id) {
+                Some(0)
+            } else {
+                self.bucket_bytes.get(&s.group_id).copied()
+            };
+            self.bucket_bytes.insert(s.group_id, now_bytes);
+            if before_write == Some(s.group_id) {
+                self.bucket_zeroed.insert(s.group_id);
+            }
+            // A counter that went backwards (group re-created) restarts from zero.
+            let bytes = match prev {
+                Some(p) if now_bytes >= p => now_bytes - p,
+                Some(_) => now_bytes,
+                None => 0,
+            };
+            if bytes > 0 {
+                self.feed(Event::BytesSent { port, bytes }, now_ns);
+            }
+        }
+        self.flush_writes();
+    }
+
     fn on_packet_in(&mut self, pi: &PacketIn, now_ns: u64) {
         match check_cnm(self.plan.as_ref(), pi) {
             Ok((port, cnm)) => {
@@ -756,6 +829,11 @@ impl Session {
             self.last_write_seq.insert(w.group_id, self.write_seq);
             self.counters.group_mods_sent += 1;
             let group_id = w.group_id;
+            if self.cfg.byte_counter == ByteCounter::MinimalBucket {
+                self.request(Pending::GroupStatsBeforeWrite(group_id), |x| {
+                    Message::group_stats_request(x, group_id)
+                });
+            }
             self.request(Pending::GroupMod(group_id), |x| {
                 Message::group_mod(x, GroupMod::modify_select(group_id, buckets))
             });

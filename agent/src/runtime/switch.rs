@@ -26,6 +26,7 @@ pub fn session_config(cfg: &AgentConfig) -> SessionConfig {
         miss_send_len: r.miss_send_len,
         request_role_equal: r.request_role_equal,
         port_stats_period_ns: r.port_stats_period_us.saturating_mul(1_000),
+        byte_counter: r.byte_counter,
         plan_refresh_period_ns: r.plan_refresh_period_us.saturating_mul(1_000),
         tick_period_ns: r.tick_period_us.saturating_mul(1_000),
         cnm_inject_in_port: r.emulated_cp.inject_in_port.unwrap_or(OFPP_CONTROLLER),

@@ -72,7 +72,10 @@ fn plan_flows() -> Vec<FlowStats> {
 
 /// Connects and answers the plan read; returns the session and the handshake.
 fn running(groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
-    let mut s = session();
+    connect(session(), groups)
+}
+
+fn connect(mut s: Session, groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
     s.on_connected(0);
     let hs = drain(&mut s);
     let gx = xid_of(
@@ -442,4 +445,108 @@ fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
     s.inject_cnm(frame, "02:00:00:01:00:02".parse().unwrap(), 40, 3 * MS);
     assert_eq!(s.counters().cnm_generated, 2);
     assert_eq!(s.counters().cnm_generated_charged, 1);
+}
+
+fn group_stats_reply(xid: u32, bucket0_bytes: u64) -> Message {
+    use fabricflow_proto::openflow::multipart::{BucketCounter, GroupStats};
+    let bucket = |byte_count| BucketCounter {
+        packet_count: 0,
+        byte_count,
+    };
+    Message::multipart_reply(
+        xid,
+        0,
+        MultipartReplyBody::Group(vec![GroupStats {
+            group_id: 1003,
+            bucket_stats: vec![bucket(bucket0_bytes), bucket(7_000_000), bucket(9)],
+            ..GroupStats::default()
+        }]),
+    )
+}
+
+fn is_group_stats(b: &Body, group_id: u32) -> bool {
+    matches!(b, Body::MultipartRequest(r)
+        if r.body == fabricflow_proto::openflow::multipart::MultipartRequestBody::Group { group_id })
+}
+
+#[test]
+fn minimal_bucket_bytes_feed_the_byte_counter_across_weight_writes() {
+    let mut agent = published();
+    agent.weights.min_update_interval_us = 0;
+    let cfg = SessionConfig {
+        byte_counter: ByteCounter::MinimalBucket,
+        ..SessionConfig::default()
+    };
+    let (mut s, _) = connect(Session::new(cfg, &agent).unwrap(), plan_groups());
+    s.on_message(&packet_in(3, cnm_frame(63)), 2 * MS);
+    let msgs = drain(&mut s);
+    // The write is preceded by a read of that group's counters (OVS zeroes them on MODIFY).
+    let at = msgs
+        .iter()
+        .position(|m| matches!(m.body, Body::GroupMod(_)))
+        .unwrap();
+    assert!(at > 0 && is_group_stats(&msgs[at - 1].body, 1003));
+    // Bytes before the write: only a baseline (the first reading).
+    s.on_message(&group_stats_reply(msgs[at - 1].xid, 10_000), 3 * MS);
+    assert!((s.policy().p_percent(3).unwrap() - 50.78125).abs() < 1e-9);
+
+    // The periodic read asks for every group and no port statistics; the MODIFY zeroed the
+    // counter, so all 450 000 octets are new: three increases (B = 150 000).
+    s.on_timer(200 * MS);
+    let msgs = drain(&mut s);
+    assert!(!msgs.iter().any(|m| matches!(&m.body, Body::MultipartRequest(r)
+        if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::PortStats { .. }))));
+    let x = xid_of(&msgs, |b| is_group_stats(b, OFPG_ALL));
+    s.on_message(&group_stats_reply(x, 3 * 150_000), 200 * MS);
+    let p = s.policy().p_percent(3).unwrap();
+    assert!(
+        (p - 53.78125).abs() < 1e-9,
+        "three increases of 1 point: {p}"
+    );
+    assert_eq!(s.counters().group_stats_replies, 2);
+
+    // The increases were written, again right after a read of the group; OVS answers in
+    // order: the read before the MODIFY (100 000 more octets in the old epoch), then the
+    // periodic one (60 000 since the MODIFY zeroed the counter): 160 000, one increase.
+    s.on_timer(300 * MS);
+    let msgs = drain(&mut s);
+    let at = msgs
+        .iter()
+        .position(|m| matches!(m.body, Body::GroupMod(_)))
+        .unwrap();
+    assert!(is_group_stats(&msgs[at - 1].body, 1003));
+    let periodic = xid_of(&msgs, |b| is_group_stats(b, OFPG_ALL));
+    s.on_message(&group_stats_reply(msgs[at - 1].xid, 550_000), 300 * MS);
+    assert!((s.policy().p_percent(3).unwrap() - p).abs() < 1e-9);
+    s.on_message(&group_stats_reply(periodic, 60_000), 300 * MS);
+    let q = s.policy().p_percent(3).unwrap();
+    assert!((q - (p + 1.0)).abs() < 1e-9, "one more increase: {q}");
+
+    // A refused MODIFY zeroes nothing: the next reading continues the old epoch.
+    s.on_timer(400 * MS);
+    let msgs = drain(&mut s);
+    let at = msgs
+        .iter()
+        .position(|m| matches!(m.body, Body::GroupMod(_)))
+        .unwrap();
+    let periodic = xid_of(&msgs, |b| is_group_stats(b, OFPG_ALL));
+    s.on_message(&group_stats_reply(msgs[at - 1].xid, 70_000), 400 * MS);
+    s.on_message(
+        &Message::new(
+            msgs[at].xid,
+            Body::Error(ErrorMsg {
+                error: ErrorType::GroupModFailed(GroupModFailedCode::UnknownGroup),
+                data: vec![],
+            }),
+        ),
+        400 * MS,
+    );
+    // 20 000 + 270 000 octets since the last increase: one more; had the counter been taken as
+    // zeroed, 20 000 + 340 000 would give two.
+    s.on_message(&group_stats_reply(periodic, 340_000), 400 * MS);
+    let r = s.policy().p_percent(3).unwrap();
+    assert!(
+        (r - (q + 1.0)).abs() < 1e-9,
+        "exactly one more increase: {r}"
+    );
 }

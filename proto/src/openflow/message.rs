@@ -495,6 +495,11 @@ impl Message {
         Self::multipart_request(xid, MultipartRequestBody::GroupDesc)
     }
 
+    /// OFPMP_GROUP request for `group_id` (`OFPG_ALL` for every group).
+    pub fn group_stats_request(xid: u32, group_id: u32) -> Self {
+        Self::multipart_request(xid, MultipartRequestBody::Group { group_id })
+    }
+
     /// OFPMP_PORT_DESC request.
     pub fn port_desc_request(xid: u32) -> Self {
         Self::multipart_request(xid, MultipartRequestBody::PortDesc)
