@@ -9,9 +9,9 @@
 //!   backlog gauge of every port (metrics, API);
 //! - it receives transmitted frames from one `AF_PACKET` socket (ETH_P_ALL) per fabric port,
 //!   bound to the port's interface ([`port_socket`]), drained every `batch_period`, and keeps
-//!   those with `sll_pkttype == PACKET_OUTGOING`. Every such frame counts towards that port's [`CongestionPoint`] sampling interval; the sampled frame gets a CNM when
-//!   Fb < 0 — if it is a culprit: a frame from a host (source MAC in the `02:00` plan) that is
-//!   not itself a CNM;
+//!   those with `sll_pkttype == PACKET_OUTGOING`. Every such frame counts towards that port's
+//!   [`CongestionPoint`] sampling interval; the sampled frame gets a CNM when Fb < 0 — if it is
+//!   a culprit: a frame from a host (source MAC in the `02:00` plan) that is not itself a CNM;
 //! - the CNM (`Cnm::for_sampled_frame`, SA = switch MAC, CPID = switch MAC + port) goes to the
 //!   switch task, which injects it with PACKET_OUT and charges source processing.
 //!
