@@ -427,7 +427,7 @@ class FabricNet:
             # OpenFlow in the thread that forwards every packet of the userspace datapath, so
             # on a busy emulated fabric a packet-in can wait seconds: with 3 periods healthy
             # links were declared failed, and the fabric re-planned, dozens to a thousand times
-            # in one Dragonfly(2,4,2) run. A port going down still fails its link at once.
+            # in one Dragonfly(2,4,2) run. A port going down still fails its link (PORT_STATUS).
             "lldp_missing_periods": "15",
         }
         # FF_CONTROLLER_SET="key=value,...": experiments (e.g. lldp_missing_periods=10).

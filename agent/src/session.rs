@@ -451,15 +451,16 @@ impl Session {
         self.flush_writes();
         if now_ns >= self.next_stats_ns {
             self.next_stats_ns = now_ns.saturating_add(self.cfg.port_stats_period_ns);
-            let kind = match self.cfg.byte_counter {
-                ByteCounter::Port => Pending::PortStats,
-                ByteCounter::MinimalBucket => Pending::GroupStats,
+            let (kind, build): (Pending, fn(u32) -> Message) = match self.cfg.byte_counter {
+                ByteCounter::Port => (Pending::PortStats, |x| {
+                    Message::port_stats_request(x, OFPP_ANY)
+                }),
+                ByteCounter::MinimalBucket => (Pending::GroupStats, |x| {
+                    Message::group_stats_request(x, OFPG_ALL)
+                }),
             };
             if self.plan.is_some() && !self.pending.values().any(|p| *p == kind) {
-                self.request(kind, |x| match kind {
-                    Pending::GroupStats => Message::group_stats_request(x, OFPG_ALL),
-                    _ => Message::port_stats_request(x, OFPP_ANY),
-                });
+                self.request(kind, build);
             }
         }
         if now_ns >= self.next_refresh_ns {
