@@ -287,6 +287,26 @@ pub struct PolicyConfig {
     /// self decrease bypasses the comparison, so `combined` loses uniform throughput like
     /// `source-processing` does.
     pub source_comparison: bool,
+    /// What feedback comparison compares Fb(p) with (fabricflow's addition; default
+    /// `fabric-average`, the published rule). `candidates`: the congestion of p's own
+    /// non-minimal candidates instead of the mean over all fabric ports — per candidate port the
+    /// larger of the Fb this switch's congestion point last found there and the Fb last received
+    /// on it (both subject to `fb_max_age_us`), averaged over the candidates. Diverting only pays
+    /// when the candidates are less congested than the minimal path; the fabric average cannot
+    /// tell that when a switch injects few flows (most ports hold Fb 0, so every CNM is "above
+    /// average"), as on Mininet's Dragonfly(2,4,2) under uniform traffic (mininet/README.md).
+    pub fbcomp_reference: FbReference,
+}
+
+/// The reference feedback comparison measures Fb(p) against (see `PolicyConfig::fbcomp_reference`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FbReference {
+    /// Fb_avg over all fabric ports (DESIGN §5, FOGSim).
+    #[default]
+    FabricAverage,
+    /// The mean congestion of p's non-minimal candidate ports.
+    Candidates,
 }
 
 impl Default for PolicyConfig {
@@ -321,6 +341,7 @@ impl PolicyConfig {
             increase_timer_period_us: None,
             fb_max_age_us: 0,
             source_comparison: false,
+            fbcomp_reference: FbReference::FabricAverage,
         }
     }
 }

@@ -92,6 +92,20 @@ impl LearnedGroup {
             })
     }
 
+    /// The ports of the non-minimal candidate buckets (between bucket 0 and the padding bucket),
+    /// in bucket order, without the minimal port and without repeats.
+    pub fn candidate_ports(&self) -> Vec<PortNo> {
+        let mut out: Vec<PortNo> = Vec::new();
+        for b in self.buckets.iter().skip(1).take(self.dp.n_nonminimal) {
+            for p in physical_outputs(b.actions.iter()) {
+                if p != self.dp.minimal_port && !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    }
+
     /// The buckets with `weights` (one per bucket, as [`crate::GroupWrite`] carries them).
     pub fn with_weights(&self, weights: &[u16]) -> Vec<Bucket> {
         self.buckets
@@ -127,6 +141,9 @@ pub struct Plan {
     /// the inject table. Only other-group destinations appear (same-group traffic never goes
     /// through a SELECT group).
     pub minimal_port_by_dest_group: BTreeMap<u16, PortNo>,
+    /// Hosts attached to this switch: exact destinations of inject-table flows that output to
+    /// a port that is not a fabric port. A CNM for one of them never needs the pipeline.
+    pub local_hosts: BTreeSet<MacAddr>,
     /// Groups seen but not used, with the reason.
     pub skipped: Vec<(u32, GroupSkip)>,
 }
@@ -167,6 +184,26 @@ impl Plan {
                 if let (Some(port), Some(dest)) = (port, dest_group_of_match(f)) {
                     plan.minimal_port_by_dest_group.insert(dest, port);
                 }
+            }
+        }
+        // Second pass: the fabric ports are complete only now.
+        for f in flows
+            .iter()
+            .filter(|f| f.cookie == conv.cookie && f.table_id == conv.inject_table)
+        {
+            let outputs = physical_outputs(f.instructions.iter().flat_map(|i| match i {
+                Instruction::ApplyActions(a) | Instruction::WriteActions(a) => a.as_slice(),
+                _ => &[],
+            }));
+            let to_host = !outputs.is_empty() && outputs.iter().all(|p| !plan.is_fabric_port(*p));
+            let exact = f.r#match.fields.iter().find_map(|field| match field {
+                OxmField::EthDst { value, mask } if mask.is_none_or(|m| m.0 == [0xff; 6]) => {
+                    Some(*value)
+                }
+                _ => None,
+            });
+            if let (true, Some(mac)) = (to_host, exact) {
+                plan.local_hosts.insert(mac);
             }
         }
         plan

@@ -165,6 +165,9 @@ pub struct SessionCounters {
     pub cnm_generated: u64,
     /// Generated CNMs also charged locally (source processing).
     pub cnm_generated_charged: u64,
+    /// Generated CNMs for a host of this very switch: not injected (the reaction point is the
+    /// switch, and the host would drop the frame), only charged locally.
+    pub cnm_to_own_host: u64,
     /// GROUP_MOD messages sent.
     pub group_mods_sent: u64,
     /// OFPT_ERROR replies to GROUP_MODs.
@@ -620,6 +623,13 @@ impl Session {
             self.plan_changed = true;
             self.policy
                 .set_fabric_ports(plan.fabric_ports.iter().copied());
+            let candidates: Vec<(PortNo, Vec<PortNo>)> = plan
+                .groups
+                .values()
+                .map(|g| (g.dp.minimal_port, g.candidate_ports()))
+                .collect();
+            self.policy
+                .set_candidates(candidates.iter().map(|(p, c)| (*p, c.as_slice())));
             let gone: Vec<u32> = self
                 .planner
                 .groups()
@@ -768,24 +778,49 @@ impl Session {
     /// The emulated congestion point built `frame`, a CNM to the source of a frame sampled on
     /// this switch's port `egress_port` whose destination was `culprit_dst`: it is injected into
     /// the pipeline (PACKET_OUT, in_port = `cnm_inject_in_port`, output:TABLE) so the fabric
-    /// carries it back to the source switch. With source processing the local policy is also
+    /// carries it back to the source switch — unless that source is a host of this switch (the
+    /// switch is the reaction point; the host would only drop it). With source processing the local policy is also
     /// charged — on this switch's minimal port towards the culprit's destination group, and
     /// only for other-group destinations (those the inject table sends to a decision point).
-    pub fn inject_cnm(&mut self, frame: Vec<u8>, culprit_dst: MacAddr, qntz_fb: u8, now_ns: u64) {
+    /// The congestion itself is recorded against `egress_port` ([`Event::CongestionObserved`]).
+    pub fn inject_cnm(
+        &mut self,
+        frame: Vec<u8>,
+        egress_port: PortNo,
+        culprit_dst: MacAddr,
+        qntz_fb: u8,
+        now_ns: u64,
+    ) {
         if !self.connected {
             return;
         }
-        self.counters.cnm_generated += 1;
-        let xid = self.next_xid();
-        let out = PacketOut::new(
-            self.cfg.cnm_inject_in_port,
-            vec![Action::Output {
-                port: OFPP_TABLE,
-                max_len: 0,
-            }],
-            frame,
+        self.feed(
+            Event::CongestionObserved {
+                port: egress_port,
+                qntz_fb,
+            },
+            now_ns,
         );
-        self.outbox.push(Message::packet_out(xid, out));
+        self.counters.cnm_generated += 1;
+        let to_own_host = frame.first_chunk::<6>().is_some_and(|d| {
+            self.plan
+                .as_ref()
+                .is_some_and(|p| p.local_hosts.contains(&MacAddr(*d)))
+        });
+        if to_own_host {
+            self.counters.cnm_to_own_host += 1;
+        } else {
+            let xid = self.next_xid();
+            let out = PacketOut::new(
+                self.cfg.cnm_inject_in_port,
+                vec![Action::Output {
+                    port: OFPP_TABLE,
+                    max_len: 0,
+                }],
+                frame,
+            );
+            self.outbox.push(Message::packet_out(xid, out));
+        }
         let port = host_group(culprit_dst).and_then(|g| {
             self.plan
                 .as_ref()

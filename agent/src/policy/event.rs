@@ -30,6 +30,17 @@ pub enum Event {
         /// The QntzFb the generated CNM carries.
         qntz_fb: u8,
     },
+    /// This switch's own congestion point sampled fabric port `port` and found it congested with
+    /// quantised |Fb| `qntz_fb` (it generated a CNM). Stored as the port's own feedback, which
+    /// feedback comparison with `fbcomp_reference = candidates` uses as the congestion of the
+    /// port when it is a non-minimal candidate. Changes no probability by itself; feed it before
+    /// the matching [`Event::CnmGenerated`].
+    CongestionObserved {
+        /// The congested port of this switch.
+        port: PortNo,
+        /// Quantised |Fb|, 0..=63.
+        qntz_fb: u8,
+    },
     /// `bytes` octets left fabric port `port` (all traffic: injected, transit, non-minimal),
     /// since the previous `BytesSent` for that port. Feeds the byte counter.
     BytesSent {
@@ -132,4 +143,8 @@ pub struct Counters {
     pub increases: u64,
     /// Feedback comparisons that fell in the dead band (th1, th2].
     pub dead_band: u64,
+    /// Congestion this switch's own CP observed on its ports.
+    pub congestion_observed: u64,
+    /// Comparisons made against the candidates' congestion (`fbcomp_reference = candidates`).
+    pub candidate_comparisons: u64,
 }

@@ -24,6 +24,11 @@
 //!   `fb_max_age_us` (stored Fb older than the limit count as 0 in Fb_avg, so the comparison
 //!   recovers after uniform congestion ends) and `source_comparison` (in `combined`, a
 //!   self-generated CNM goes through the comparison instead of a plain decrease, unstored).
+//! - `fbcomp_reference = candidates` (fabricflow's addition, off by default): the comparison's
+//!   reference for port p is not Fb_avg but the congestion of p's non-minimal candidates
+//!   (see [`Policy::set_candidates`]): per candidate c the larger of its fresh stored Fb
+//!   (received) and its fresh own Fb ([`Event::CongestionObserved`]), averaged over the
+//!   candidates. A port without known candidates falls back to Fb_avg.
 //! - **Byte counter**: bytes sent on p accumulate; each full `byte_limit_bytes` gives one
 //!   increase and is consumed (the remainder carries over, so a batched `BytesSent` of k·B bytes
 //!   gives exactly k increases). Every CNM charged to p — received, whatever the comparison
@@ -48,7 +53,7 @@ pub use variant::Variant;
 
 use update::Rates;
 
-use crate::config::{ConfigError, PolicyConfig, QNTZ_FB_MAX};
+use crate::config::{ConfigError, FbReference, PolicyConfig, QNTZ_FB_MAX};
 use crate::PortNo;
 
 #[derive(Debug, Clone)]
@@ -61,6 +66,12 @@ struct PortState {
     last_fb: u8,
     /// When `last_fb` was stored (for `fb_max_age_us`).
     fb_at_ns: u64,
+    /// Last QntzFb this switch's own CP found on this port (`CongestionObserved`), 0 if none.
+    own_fb: u8,
+    /// When `own_fb` was stored.
+    own_fb_at_ns: u64,
+    /// Indices of the port's non-minimal candidates (`fbcomp_reference = candidates`).
+    candidates: Vec<usize>,
     /// Start of the current idle-timer period; `None` until the port's first event or tick.
     timer_base_ns: Option<u64>,
 }
@@ -98,6 +109,9 @@ impl Policy {
                 bytes: 0,
                 last_fb: 0,
                 fb_at_ns: 0,
+                own_fb: 0,
+                own_fb_at_ns: 0,
+                candidates: Vec::new(),
                 timer_base_ns: None,
             })
             .collect();
@@ -152,6 +166,9 @@ impl Policy {
                         bytes: 0,
                         last_fb: 0,
                         fb_at_ns: 0,
+                        own_fb: 0,
+                        own_fb_at_ns: 0,
+                        candidates: Vec::new(),
                         timer_base_ns: None,
                     })
             })
@@ -159,6 +176,48 @@ impl Policy {
         self.fb_sum = state.iter().map(|s| u32::from(s.last_fb)).sum();
         self.ports = ports;
         self.state = state;
+        // Candidate indices refer to the old port list: the caller sets them again.
+        for st in &mut self.state {
+            st.candidates.clear();
+        }
+    }
+
+    /// Sets, per minimal port, its non-minimal candidate ports (the decision point's other
+    /// buckets), for `fbcomp_reference = candidates`. Ports that are not fabric ports are
+    /// ignored, and so is a candidate equal to its minimal port; ports not listed have none.
+    pub fn set_candidates<'a>(
+        &mut self,
+        candidates: impl IntoIterator<Item = (PortNo, &'a [PortNo])>,
+    ) {
+        for st in &mut self.state {
+            st.candidates.clear();
+        }
+        for (port, cands) in candidates {
+            let Some(i) = self.index(port) else { continue };
+            let mut idx: Vec<usize> = cands
+                .iter()
+                .filter(|&&c| c != port)
+                .filter_map(|&c| self.index(c))
+                .collect();
+            idx.sort_unstable();
+            idx.dedup();
+            if let Some(st) = self.state.get_mut(i) {
+                st.candidates = idx;
+            }
+        }
+    }
+
+    /// The candidates of `port` set by [`set_candidates`](Self::set_candidates), ascending.
+    pub fn candidates(&self, port: PortNo) -> Vec<PortNo> {
+        self.index(port)
+            .and_then(|i| self.state.get(i))
+            .map(|st| {
+                st.candidates
+                    .iter()
+                    .filter_map(|&c| self.ports.get(c).copied())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Sets P(port) (clamped to [Pmin, 100]), e.g. from the weights found on the switch when the
@@ -202,6 +261,9 @@ impl Policy {
                 qntz_fb,
             } => {
                 self.on_cnm_generated(minimal_port_towards_culprit, qntz_fb, now_ns, out);
+            }
+            Event::CongestionObserved { port, qntz_fb } => {
+                self.on_congestion_observed(port, qntz_fb, now_ns);
             }
             Event::BytesSent { port, bytes } => self.on_bytes_sent(port, bytes, now_ns, out),
             Event::Tick => self.on_tick(now_ns, out),
@@ -284,7 +346,8 @@ impl Policy {
         self.counters.cnm_self_charged += 1;
         let q = qntz_fb.min(QNTZ_FB_MAX);
         if self.cfg.source_comparison && self.cfg.variant.feedback_comparison() {
-            self.compare(i, port, q, self.fb_avg_at(now_ns), out);
+            let reference = self.reference_at(i, now_ns);
+            self.compare(i, port, q, reference, out);
         } else {
             self.decrease(i, port, f64::from(q), Cause::SourceDecrease, out);
         }
@@ -305,8 +368,55 @@ impl Policy {
         self.fb_sum = self.fb_sum - u32::from(st.last_fb) + u32::from(q);
         st.last_fb = q;
         st.fb_at_ns = now_ns;
-        let avg = self.fb_avg_at(now_ns);
-        self.compare(i, port, q, avg, out);
+        let reference = self.reference_at(i, now_ns);
+        self.compare(i, port, q, reference, out);
+    }
+
+    fn on_congestion_observed(&mut self, port: PortNo, qntz_fb: u8, now_ns: u64) {
+        let Some(i) = self.lookup(port) else { return };
+        self.counters.congestion_observed += 1;
+        if let Some(st) = self.state.get_mut(i) {
+            st.own_fb = qntz_fb.min(QNTZ_FB_MAX);
+            st.own_fb_at_ns = now_ns;
+        }
+    }
+
+    /// What Fb(port `i`) is compared with at `now_ns`: Fb_avg, or with
+    /// `fbcomp_reference = candidates` the mean congestion of the port's candidates.
+    fn reference_at(&mut self, i: usize, now_ns: u64) -> f64 {
+        if self.cfg.fbcomp_reference == FbReference::Candidates {
+            if let Some(r) = self.candidate_congestion_at(i, now_ns) {
+                self.counters.candidate_comparisons += 1;
+                return r;
+            }
+        }
+        self.fb_avg_at(now_ns)
+    }
+
+    /// The mean over port `i`'s candidates of max(fresh received Fb, fresh own Fb); `None` when
+    /// the port has no candidates.
+    pub fn candidate_congestion(&self, port: PortNo, now_ns: u64) -> Option<f64> {
+        self.candidate_congestion_at(self.index(port)?, now_ns)
+    }
+
+    fn candidate_congestion_at(&self, i: usize, now_ns: u64) -> Option<f64> {
+        let cands = &self.state.get(i)?.candidates;
+        if cands.is_empty() {
+            return None;
+        }
+        let max_age = self.cfg.fb_max_age_ns();
+        let fresh = |v: u8, at: u64| match max_age {
+            Some(age) if now_ns.saturating_sub(at) > age => 0,
+            _ => u32::from(v),
+        };
+        let sum: u32 = cands
+            .iter()
+            .filter_map(|&c| self.state.get(c))
+            .map(|c| fresh(c.last_fb, c.fb_at_ns).max(fresh(c.own_fb, c.own_fb_at_ns)))
+            .sum();
+        #[allow(clippy::cast_precision_loss)] // a switch has far fewer than 2^52 ports
+        let n = cands.len() as f64;
+        Some(f64::from(sum) / n)
     }
 
     /// The comparison itself: Fb(p) against `avg` (DESIGN §5).

@@ -417,6 +417,77 @@ fn source_comparison_compares_self_generated_cnms() {
 }
 
 #[test]
+fn candidate_reference_compares_with_the_candidates_congestion() {
+    use crate::config::FbReference;
+    let cfg = PolicyConfig {
+        fbcomp_reference: FbReference::Candidates,
+        source_comparison: true,
+        fb_max_age_us: 100,
+        ..with(Variant::Combined, UpdatePolicy::Aimd)
+    };
+    // Ports 1-3 local, 6 and 7 global; port 6's decision point diverts to 7 (and 7's to 6);
+    // port 1 (a local minimal port) diverts to both.
+    let mut pol = policy(cfg, &[1, 2, 3, 6, 7]);
+    pol.set_candidates([(6, &[7, 6][..]), (7, &[6][..]), (1, &[6, 7, 99][..])]);
+    assert_eq!(
+        pol.candidates(6),
+        vec![7],
+        "itself and unknown ports dropped"
+    );
+    assert_eq!(pol.candidates(1), vec![6, 7]);
+    assert_eq!(pol.candidates(2), Vec::<PortNo>::new());
+    let obs = |port, qntz_fb| Event::CongestionObserved { port, qntz_fb };
+    let gen = |port, qntz_fb| Event::CnmGenerated {
+        minimal_port_towards_culprit: port,
+        qntz_fb,
+    };
+    // Adversarial start: port 6's minimal path congested, its candidate quiet: the whole Fb cuts.
+    pol.handle(cnm(6, 50), 0);
+    let p6 = 100.0 * (1.0 - GD * 50.0);
+    assert_eq!(p(&pol, 6), p6);
+    // Then this switch's CP finds both of its global ports congested (uniform traffic): its own
+    // CNM for port 6 compares with 7's 40 and increases instead of cutting.
+    assert!(
+        pol.handle(obs(7, 40), 0).is_empty(),
+        "an observation moves no P"
+    );
+    pol.handle(obs(6, 40), 0);
+    assert_eq!(pol.candidate_congestion(6, 0), Some(40.0));
+    let fx = pol.handle(gen(6, 40), 1);
+    assert_eq!(p(&pol, 6), p6 + 1.0);
+    assert_eq!(
+        fx.changes().first().map(|c| c.cause),
+        Some(Cause::FeedbackIncrease)
+    );
+    // Port 7 also received 20 from downstream: the candidate counts the larger, its own 40.
+    pol.handle(cnm(7, 20), 1);
+    assert_eq!(pol.candidate_congestion(6, 1), Some(40.0));
+    // A received CNM on port 1 (local) at 50: candidates 6 and 7 hold max(received, own) =
+    // max(50, 40) and max(20, 40) -> mean 45 -> cut by 5. The fabric average would have been
+    // (50 + 50 + 20) / 5 = 24, a cut by 26.
+    pol.handle(cnm(1, 50), 2);
+    assert_eq!(pol.candidate_congestion(1, 2), Some(45.0));
+    assert_eq!(p(&pol, 1), 100.0 * (1.0 - GD * 5.0));
+    assert_eq!(pol.fb_avg_at(2), 24.0);
+    // Adversarial: the candidates fall quiet (their Fb ages out after 100 µs), the minimal
+    // port stays congested: the whole Fb counts.
+    let t = 200_000;
+    assert_eq!(pol.candidate_congestion(1, t), Some(0.0));
+    let p1 = p(&pol, 1);
+    pol.handle(cnm(1, 50), t);
+    assert_eq!(p(&pol, 1), p1 * (1.0 - GD * 50.0));
+    // A port without candidates falls back to Fb_avg (fresh ones only): port 2 at 20 against
+    // (50 + 20) / 5 = 14.
+    pol.handle(cnm(2, 20), t);
+    assert_eq!(p(&pol, 2), 100.0 * (1.0 - GD * 6.0));
+    assert_eq!(pol.counters().congestion_observed, 2);
+    assert_eq!(pol.counters().candidate_comparisons, 5);
+    // Candidate indices do not survive a change of ports; the caller sets them again.
+    pol.set_fabric_ports([1, 2, 3, 6, 7, 8]);
+    assert_eq!(pol.candidates(6), Vec::<PortNo>::new());
+}
+
+#[test]
 fn idle_timer_increases_per_elapsed_period() {
     let cfg = PolicyConfig {
         increase_timer_period_us: Some(1_000),
@@ -524,6 +595,8 @@ mod props {
                 minimal_port_towards_culprit: p,
                 qntz_fb
             }),
+            (port.clone(), any::<u8>())
+                .prop_map(|(port, qntz_fb)| Event::CongestionObserved { port, qntz_fb }),
             (
                 port,
                 prop_oneof![0u64..2_000, 0u64..1_000_000, Just(u64::MAX)]
@@ -543,9 +616,13 @@ mod props {
             0.0f64..10.0,
             0u64..5_000,
             any::<bool>(),
+            prop::sample::select(vec![
+                crate::config::FbReference::FabricAverage,
+                crate::config::FbReference::Candidates,
+            ]),
         )
-            .prop_map(|(variant, update, p_min, timer, th1, th2, age, srccmp)| {
-                PolicyConfig {
+            .prop_map(
+                |(variant, update, p_min, timer, th1, th2, age, srccmp, reference)| PolicyConfig {
                     variant,
                     update,
                     p_min_percent: p_min,
@@ -554,10 +631,11 @@ mod props {
                     fbcomp_th2: th2,
                     fb_max_age_us: age,
                     source_comparison: srccmp,
+                    fbcomp_reference: reference,
                     byte_limit_bytes: 10_000,
                     ..PolicyConfig::published()
-                }
-            })
+                },
+            )
     }
 
     proptest! {
@@ -572,6 +650,7 @@ mod props {
         ) {
             let p_min = cfg.p_min_percent;
             let mut pol = Policy::new(cfg, PORTS).unwrap();
+            pol.set_candidates(PORTS.iter().map(|&p| (p, &PORTS[..])));
             let wcfg = WeightsConfig { min_update_interval_us: interval_us, ..WeightsConfig::default() };
             let mut planner = WeightPlanner::new(wcfg).unwrap();
             for (k, &port) in PORTS.iter().enumerate() {

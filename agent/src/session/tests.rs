@@ -67,8 +67,16 @@ fn plan_flows() -> Vec<FlowStats> {
         }),
         instructions: vec![Instruction::ApplyActions(actions)],
     };
-    vec![flow(1, vec![Action::Group(1003)]), flow(2, out(5))]
+    let mut host = flow(1, out(1));
+    host.r#match = Match::new().with(OxmField::EthDst {
+        value: OWN_HOST.parse().unwrap(),
+        mask: None,
+    });
+    vec![flow(1, vec![Action::Group(1003)]), flow(2, out(5)), host]
 }
+
+/// The host on port 1 of the switch of [`plan_flows`].
+const OWN_HOST: &str = "02:00:00:01:00:02";
 
 /// Connects and answers the plan read; returns the session and the handshake.
 fn running(groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
@@ -98,9 +106,14 @@ fn connect(mut s: Session, groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
 }
 
 fn cnm_frame(qntz_fb: u8) -> Vec<u8> {
+    cnm_frame_to("02:00:00:01:00:01", qntz_fb)
+}
+
+/// A CNM to `source`, about a frame it sent to a host of group 7.
+fn cnm_frame_to(source: &str, qntz_fb: u8) -> Vec<u8> {
     let sampled = fabricflow_proto::ethernet::EthernetFrame::new(
         "02:00:00:07:00:01".parse().unwrap(),
-        "02:00:00:01:00:01".parse().unwrap(),
+        source.parse().unwrap(),
         0x0800,
         vec![0x45; 46],
     );
@@ -416,12 +429,20 @@ fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
     let frame = cnm_frame(40);
     // Culprit towards group 7, whose decision point is port 3.
     s.on_message(&Message::hello(1), MS);
+    assert_eq!(
+        s.policy().candidates(3),
+        vec![4],
+        "group 1003's candidate bucket"
+    );
     s.inject_cnm(
         frame.clone(),
+        4,
         "02:00:00:07:00:01".parse().unwrap(),
         40,
         2 * MS,
     );
+    assert_eq!(s.policy().counters().congestion_observed, 1);
+    assert_eq!(s.policy().candidate_congestion(3, 2 * MS), Some(40.0));
     let sent = drain(&mut s);
     let po = sent
         .iter()
@@ -442,9 +463,40 @@ fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
     assert!(s.policy().p_percent(3).unwrap() < 100.0);
     assert_eq!(s.counters().cnm_generated_charged, 1);
     // Same-group culprit (not in the inject table): injected, not charged.
-    s.inject_cnm(frame, "02:00:00:01:00:02".parse().unwrap(), 40, 3 * MS);
+    s.inject_cnm(frame, 4, "02:00:00:01:00:02".parse().unwrap(), 40, 3 * MS);
     assert_eq!(s.counters().cnm_generated, 2);
     assert_eq!(s.counters().cnm_generated_charged, 1);
+    assert_eq!(
+        s.plan()
+            .unwrap()
+            .local_hosts
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        vec![OWN_HOST.to_owned()]
+    );
+    // A CNM to a host of this switch: charged, but not injected into the pipeline.
+    let sent_before = drain(&mut s).len();
+    let p3 = s.policy().p_percent(3).unwrap();
+    s.inject_cnm(
+        cnm_frame_to(OWN_HOST, 40),
+        4,
+        "02:00:00:07:00:01".parse().unwrap(),
+        40,
+        4 * MS,
+    );
+    assert!(
+        !drain(&mut s)
+            .iter()
+            .any(|m| matches!(m.body, Body::PacketOut(_))),
+        "no PACKET_OUT for an own host (drained {sent_before} before)"
+    );
+    assert_eq!(s.counters().cnm_to_own_host, 1);
+    assert_eq!(s.counters().cnm_generated_charged, 2);
+    assert!(
+        s.policy().p_percent(3).unwrap() != p3,
+        "still charged locally"
+    );
 }
 
 fn group_stats_reply(xid: u32, bucket0_bytes: u64) -> Message {
