@@ -27,12 +27,13 @@ clean-ovs:       ## remove bridges left by an interrupted test run
 # vs QCN-SW (controller + agent, combined variant). Global links are the scarce resource (1.25 Mb/s;
 # host and local 5): at twice these rates this 2-core machine, not the links, limits QCN-SW there
 # (the emulated congestion point's cost, mininet/README.md "Link rates"). Three runs per mode
-# (seeds 1-3, medians; ~12 min), 30 s each, the first 5 s (TCP start, QCN-SW converging from
-# P = 100) not counted. Override e.g. DEMO_REPEAT=1 for a ~4 min look, or the smaller fabric at
-# full rates: DEMO_TOPO=dragonfly:p=1,a=2,h=3 DEMO_BW=10 DEMO_GLOBAL_BW=2.5 (~8 min).
+# (seeds 1-3, medians; ~16 min), 60 s each, the first 20 s not counted: TCP needs ~8 s to fill
+# these slow links even under minimal routing and QCN-SW ~15 s to settle, and the steady state is
+# what is compared. Override e.g. DEMO_REPEAT=1 for a ~6 min look, or the smaller fabric at full
+# rates: DEMO_TOPO=dragonfly:p=1,a=2,h=3 DEMO_BW=10 DEMO_GLOBAL_BW=2.5 (~12 min).
 DEMO_TOPO ?= dragonfly:p=2,a=4,h=2
-DEMO_DURATION ?= 30
-DEMO_WARMUP ?= 5
+DEMO_DURATION ?= 60
+DEMO_WARMUP ?= 20
 DEMO_BW ?= 5
 DEMO_GLOBAL_BW ?= 1.25
 DEMO_MODES ?= minimal,valiant,qcnsw-combined

@@ -288,7 +288,7 @@ class QcnswTests(unittest.TestCase):
             def all_recovered():
                 return all(p["p_percent"] >= 99.999 for v in fn.agent_state().values()
                            for p in v["session"]["ports"])
-            # One point per 600 ms idle period (agent-emulated.toml): ~57 s from the 5 % floor.
+            # One 20-point step per 600 ms idle period (agent-emulated.toml): ~3 s from the floor.
             wait_until(all_recovered, 90, "every P back to 100 after the traffic", 0.5)
             t("every P back to 100", self.t0)
             # Beats minimal routing (see the module docstring): above its ceiling by 20 %.

@@ -37,6 +37,9 @@ const TCA_STATS_QUEUE: u16 = 3;
 /// overlimits, bps, pps, qlen, backlog).
 const TC_STATS_BACKLOG_OFFSET: usize = 32;
 const TC_STATS_QLEN_OFFSET: usize = 28;
+const TC_STATS_DROPS_OFFSET: usize = 12;
+/// Offset of `drops` in `struct gnet_stats_queue` (u32 qlen, backlog, drops, requeues, overlimits).
+const GNET_QUEUE_DROPS_OFFSET: usize = 8;
 
 /// Queue statistics of one qdisc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +54,8 @@ pub struct QueueStats {
     pub backlog_bytes: u32,
     /// Queued packets.
     pub qlen: u32,
+    /// Packets dropped since the qdisc was created (wraps).
+    pub drops: u32,
 }
 
 /// Why a netlink reply could not be used.
@@ -165,7 +170,11 @@ fn parse_qdisc(body: &[u8]) -> Option<Option<QueueStats>> {
             TCA_STATS2 => {
                 for (ty2, p2) in attrs(payload) {
                     if ty2 == TCA_STATS_QUEUE {
-                        from_stats2 = Some((u32_at(p2, 4)?, u32_at(p2, 0)?));
+                        from_stats2 = Some((
+                            u32_at(p2, 4)?,
+                            u32_at(p2, 0)?,
+                            u32_at(p2, GNET_QUEUE_DROPS_OFFSET)?,
+                        ));
                     }
                 }
             }
@@ -173,6 +182,7 @@ fn parse_qdisc(body: &[u8]) -> Option<Option<QueueStats>> {
                 from_stats = Some((
                     u32_at(payload, TC_STATS_BACKLOG_OFFSET)?,
                     u32_at(payload, TC_STATS_QLEN_OFFSET)?,
+                    u32_at(payload, TC_STATS_DROPS_OFFSET)?,
                 ));
             }
             _ => {}
@@ -181,12 +191,13 @@ fn parse_qdisc(body: &[u8]) -> Option<Option<QueueStats>> {
     Some(
         from_stats2
             .or(from_stats)
-            .map(|(backlog_bytes, qlen)| QueueStats {
+            .map(|(backlog_bytes, qlen, drops)| QueueStats {
                 ifindex,
                 handle,
                 parent,
                 backlog_bytes,
                 qlen,
+                drops,
             }),
     )
 }
@@ -230,6 +241,32 @@ mod tests {
         buf[pos + 2] = 0x7f;
         let s = parse_root_backlog(&buf, 290).unwrap().unwrap();
         assert_eq!((s.backlog_bytes, s.qlen), (14_000, 14));
+    }
+
+    #[test]
+    fn drops_from_either_statistics() {
+        let mut buf = hex::decode(TBF_LOADED).unwrap();
+        assert_eq!(parse_root_backlog(&buf, 290).unwrap().unwrap().drops, 0);
+        // gnet_stats_queue {qlen 14, backlog 14 000, drops, ...}: set drops to 7.
+        let q = buf
+            .windows(12)
+            .position(|w| w == hex::decode("0e000000b036000000000000").unwrap())
+            .unwrap();
+        buf[q + 8] = 7;
+        assert_eq!(parse_root_backlog(&buf, 290).unwrap().unwrap().drops, 7);
+        // Legacy tc_stats {bytes u64, packets, drops, ...}: 9 drops, STATS2 renamed away.
+        let t = buf
+            .windows(4)
+            .position(|w| w == [0x2c, 0x00, 0x03, 0x00])
+            .unwrap();
+        buf[t + 4 + 12] = 9;
+        let s2 = buf
+            .windows(4)
+            .position(|w| w == [0x30, 0x00, 0x07, 0x00])
+            .unwrap();
+        buf[s2 + 2] = 0x7f;
+        let s = parse_root_backlog(&buf, 290).unwrap().unwrap();
+        assert_eq!((s.backlog_bytes, s.drops), (14_000, 9));
     }
 
     #[test]

@@ -844,6 +844,7 @@ impl Session {
     fn feed(&mut self, event: Event, now_ns: u64) {
         self.policy.handle_into(event, now_ns, &mut self.effects);
         for c in self.effects.changes() {
+            tracing::trace!(port = c.port, old = c.old_percent, new = c.new_percent, cause = ?c.cause, "P changed");
             self.planner
                 .on_probability(c.port, c.new_percent, now_ns, &mut self.writes);
         }

@@ -422,6 +422,7 @@ impl Policy {
     /// The comparison itself: Fb(p) against `avg` (DESIGN §5).
     fn compare(&mut self, i: usize, port: PortNo, q: u8, avg: f64, out: &mut Effects) {
         let fb = f64::from(q);
+        tracing::trace!(port, fb = q, reference = avg, "feedback comparison");
         if fb <= avg + self.cfg.fbcomp_th1 {
             self.increase(i, port, 1, Cause::FeedbackIncrease, out);
         } else if fb > avg + self.cfg.fbcomp_th2 {

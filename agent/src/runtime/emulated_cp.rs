@@ -50,7 +50,7 @@ use tokio::sync::mpsc;
 use crate::config::AgentConfig;
 use crate::cp::CongestionPoint;
 use crate::plan::host_group;
-use crate::qdisc::{get_root_qdisc_request, parse_root_backlog};
+use crate::qdisc::{get_root_qdisc_request, parse_root_backlog, QueueStats};
 use crate::PortNo;
 
 /// `PACKET_OUTGOING` (linux/if_packet.h).
@@ -89,6 +89,8 @@ pub struct CpPortStatus {
     pub ifname: String,
     /// Last backlog read, octets.
     pub backlog_bytes: u64,
+    /// Packets the qdisc had dropped at the last gauge refresh (the emulated link's losses).
+    pub qdisc_drops: u32,
     /// Samples taken.
     pub samples: u64,
     /// CNMs generated.
@@ -162,6 +164,11 @@ impl QdiscReader {
 
     /// The backlog of the root qdisc of `ifindex`, octets.
     pub fn backlog_bytes(&mut self, ifindex: u32) -> anyhow::Result<u64> {
+        Ok(u64::from(self.stats(ifindex)?.backlog_bytes))
+    }
+
+    /// The statistics of the root qdisc of `ifindex`.
+    pub fn stats(&mut self, ifindex: u32) -> anyhow::Result<QueueStats> {
         self.seq = self.seq.wrapping_add(1);
         let req = get_root_qdisc_request(ifindex, self.seq);
         send(self.fd.as_raw_fd(), &req, MsgFlags::empty())?;
@@ -169,7 +176,7 @@ impl QdiscReader {
             let n = recv(self.fd.as_raw_fd(), &mut self.buf, MsgFlags::empty())?;
             let reply = self.buf.get(..n).unwrap_or_default();
             if let Some(s) = parse_root_backlog(reply, ifindex)? {
-                return Ok(u64::from(s.backlog_bytes));
+                return Ok(s);
             }
         }
     }
@@ -220,6 +227,7 @@ pub fn spawn(
         .spawn(move || {
             let mut rng = rand::thread_rng();
             let mut q = vec![0u64; ports.len()];
+            let mut drops = vec![0u32; ports.len()];
             let mut next_poll = Instant::now();
             let mut buf = vec![0u8; 2048];
             let mut cursor = 0usize;
@@ -228,10 +236,13 @@ pub fn spawn(
                     next_poll = Instant::now() + period;
                     let mut errs = 0;
                     for (i, p) in ports.iter().enumerate() {
-                        match qdisc.backlog_bytes(p.ifindex) {
-                            Ok(b) => {
+                        match qdisc.stats(p.ifindex) {
+                            Ok(st) => {
                                 if let Some(slot) = q.get_mut(i) {
-                                    *slot = b;
+                                    *slot = u64::from(st.backlog_bytes);
+                                }
+                                if let Some(slot) = drops.get_mut(i) {
+                                    *slot = st.drops;
                                 }
                             }
                             Err(_) => errs += 1,
@@ -239,8 +250,9 @@ pub fn spawn(
                     }
                     if let Ok(mut s) = status2.lock() {
                         s.netlink_errors += errs;
-                        for (st, &b) in s.ports.iter_mut().zip(&q) {
+                        for ((st, &b), &d) in s.ports.iter_mut().zip(&q).zip(&drops) {
                             st.backlog_bytes = b;
+                            st.qdisc_drops = d;
                         }
                     }
                 }

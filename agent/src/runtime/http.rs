@@ -211,6 +211,21 @@ pub fn render(map: &std::collections::BTreeMap<String, SwitchView>) -> String {
     }
     family(
         &mut o,
+        "fabricflow_agent_queue_drops_total",
+        "counter",
+        "Packets dropped by the egress qdisc per fabric port (emulated CP; wraps at 2^32).",
+    );
+    for (sw, v) in map {
+        for p in v.emulated_cp.iter().flat_map(|c| &c.ports) {
+            let _ = writeln!(
+                o,
+                "fabricflow_agent_queue_drops_total{{switch=\"{sw}\",port=\"{}\",interface=\"{}\"}} {}",
+                p.port, p.ifname, p.qdisc_drops
+            );
+        }
+    }
+    family(
+        &mut o,
         "fabricflow_agent_cp_cnms_total",
         "counter",
         "CNMs generated per congested port (emulated CP).",

@@ -10,6 +10,7 @@ pub mod switch;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 use serde::Serialize;
 
@@ -68,7 +69,9 @@ pub async fn run(cfg: AgentConfig) -> anyhow::Result<()> {
     for sw in &cfg.switch {
         let sw: SwitchConfig = sw.clone();
         let (cfg, reg, stop) = (cfg.clone(), registry.clone(), stop_rx.clone());
-        tasks.spawn(async move { switch::run_switch(sw, cfg, reg, stop).await });
+        // Every event of this switch's task (session and policy included) names the switch.
+        let span = tracing::info_span!("switch", name = %sw.name);
+        tasks.spawn(async move { switch::run_switch(sw, cfg, reg, stop).await }.instrument(span));
     }
     if !cfg.runtime.http_listen.is_empty() {
         let listener = tokio::net::TcpListener::bind(&cfg.runtime.http_listen).await?;
