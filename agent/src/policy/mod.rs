@@ -76,6 +76,22 @@ struct PortState {
     timer_base_ns: Option<u64>,
 }
 
+impl PortState {
+    /// A port never seen before: P = 100, no history.
+    fn fresh() -> Self {
+        PortState {
+            p: P_MAX_PERCENT,
+            bytes: 0,
+            last_fb: 0,
+            fb_at_ns: 0,
+            own_fb: 0,
+            own_fb_at_ns: 0,
+            candidates: Vec::new(),
+            timer_base_ns: None,
+        }
+    }
+}
+
 /// The QCN-SW reaction point of one switch.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -102,19 +118,7 @@ impl Policy {
         let mut ports: Vec<PortNo> = fabric_ports.into_iter().collect();
         ports.sort_unstable();
         ports.dedup();
-        let state = ports
-            .iter()
-            .map(|_| PortState {
-                p: P_MAX_PERCENT,
-                bytes: 0,
-                last_fb: 0,
-                fb_at_ns: 0,
-                own_fb: 0,
-                own_fb_at_ns: 0,
-                candidates: Vec::new(),
-                timer_base_ns: None,
-            })
-            .collect();
+        let state = ports.iter().map(|_| PortState::fresh()).collect();
         Ok(Policy {
             rates: Rates::new(&cfg),
             timer_period_ns: cfg.increase_timer_period_ns(),
@@ -161,16 +165,7 @@ impl Policy {
                 self.index(p)
                     .and_then(|i| self.state.get(i))
                     .cloned()
-                    .unwrap_or(PortState {
-                        p: P_MAX_PERCENT,
-                        bytes: 0,
-                        last_fb: 0,
-                        fb_at_ns: 0,
-                        own_fb: 0,
-                        own_fb_at_ns: 0,
-                        candidates: Vec::new(),
-                        timer_base_ns: None,
-                    })
+                    .unwrap_or_else(PortState::fresh)
             })
             .collect();
         self.fb_sum = state.iter().map(|s| u32::from(s.last_fb)).sum();
