@@ -779,9 +779,10 @@ impl Session {
     /// this switch's port `egress_port` whose destination was `culprit_dst`: it is injected into
     /// the pipeline (PACKET_OUT, in_port = `cnm_inject_in_port`, output:TABLE) so the fabric
     /// carries it back to the source switch — unless that source is a host of this switch (the
-    /// switch is the reaction point; the host would only drop it). With source processing the local policy is also
-    /// charged — on this switch's minimal port towards the culprit's destination group, and
-    /// only for other-group destinations (those the inject table sends to a decision point).
+    /// switch is the reaction point; the host would only drop it). With source processing the
+    /// local policy is also charged — on this switch's minimal port towards the culprit's
+    /// destination group, and only for other-group destinations (those the inject table sends
+    /// to a decision point).
     /// The congestion itself is recorded against `egress_port` ([`Event::CongestionObserved`]).
     pub fn inject_cnm(
         &mut self,
