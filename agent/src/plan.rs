@@ -166,10 +166,7 @@ impl Plan {
             }
         }
         for f in flows.iter().filter(|f| f.cookie == conv.cookie) {
-            let actions = f.instructions.iter().flat_map(|i| match i {
-                Instruction::ApplyActions(a) | Instruction::WriteActions(a) => a.as_slice(),
-                _ => &[],
-            });
+            let actions = flow_actions(f);
             if f.table_id == conv.transit_table {
                 plan.fabric_ports.extend(physical_outputs(actions.clone()));
             }
@@ -191,10 +188,7 @@ impl Plan {
             .iter()
             .filter(|f| f.cookie == conv.cookie && f.table_id == conv.inject_table)
         {
-            let outputs = physical_outputs(f.instructions.iter().flat_map(|i| match i {
-                Instruction::ApplyActions(a) | Instruction::WriteActions(a) => a.as_slice(),
-                _ => &[],
-            }));
+            let outputs = physical_outputs(flow_actions(f));
             let to_host = !outputs.is_empty() && outputs.iter().all(|p| !plan.is_fabric_port(*p));
             let exact = f.r#match.fields.iter().find_map(|field| match field {
                 OxmField::EthDst { value, mask } if mask.is_none_or(|m| m.0 == [0xff; 6]) => {
@@ -255,6 +249,14 @@ fn learn_group(conv: &PlanConventions, g: &GroupDesc) -> Result<LearnedGroup, Gr
     Ok(LearnedGroup {
         dp,
         buckets: g.buckets.clone(),
+    })
+}
+
+/// The actions of a flow's apply- and write-actions instructions.
+fn flow_actions(f: &FlowStats) -> impl Iterator<Item = &Action> + Clone {
+    f.instructions.iter().flat_map(|i| match i {
+        Instruction::ApplyActions(a) | Instruction::WriteActions(a) => a.as_slice(),
+        _ => &[],
     })
 }
 
