@@ -62,6 +62,17 @@ QEQ_FRACTION = 1 / 3      # Qeq = a third of the bounded queue, in octets
 SAMPLING_PKTS = 10        # sampling base = 10 full frames
 
 
+def min_sources(fabric):
+    """cp.min_sources for this fabric: one more than the hosts of the fullest switch. Uniform
+    traffic rarely puts more than one switch's worth of hosts on a link, an adversarial
+    pattern puts a whole group there (Dragonfly ADV+1: a*p hosts on one global link); a link that
+    few sources fill is not relieved by diverting them (mininet/README.md "QCN-SW results")."""
+    per_switch = {}
+    for h in fabric.hosts:
+        per_switch[h["switch"]] = per_switch.get(h["switch"], 0) + 1
+    return max(per_switch.values(), default=0) + 1
+
+
 class NotAvailable(RuntimeError):
     """A runtime (controller/agent run) that the binaries do not offer yet."""
 
@@ -471,6 +482,7 @@ class FabricNet:
             "policy.variant": f'"{self.agent_variant}"',
             "cp.qeq_bytes": str(int(QEQ_FRACTION * q * FRAME_BYTES)),
             "cp.sampling_base_bytes": str(int(SAMPLING_PKTS * FRAME_BYTES)),
+            "cp.min_sources": str(min_sources(self.fabric)),
             "runtime.http_listen": f'"127.0.0.1:{self.agent_http_port}"',
         }
         sets.update(parse_sets(os.environ.get("FF_AGENT_SET", "")))

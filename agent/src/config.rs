@@ -412,6 +412,15 @@ pub struct CpConfig {
     /// Relative randomisation of every sampling interval, ± this fraction. Default 0.15 (±15 %),
     /// to avoid synchronisation between congestion points. Must be in [0, 1).
     pub sampling_jitter_fraction: f64,
+    /// fabricflow's addition for TCP fabrics (off at the default 1): a congested sample yields a
+    /// CNM only if at least this many distinct hosts sent data frames through the port within
+    /// `source_window_us`. TCP fills every bottleneck queue whatever the oversubscription, so
+    /// Fb alone cannot tell a link one flow saturates (diverting only moves it onto other full
+    /// links) from a many-to-one hot spot (diverting relieves it); the number of sources can.
+    pub min_sources: u32,
+    /// The window of `min_sources`, µs. Default 1 s: long enough for every active TCP source
+    /// of a slow emulated link to show a frame.
+    pub source_window_us: u64,
 }
 
 impl Default for CpConfig {
@@ -421,6 +430,8 @@ impl Default for CpConfig {
             w: 2.0,
             sampling_base_bytes: 150_000,
             sampling_jitter_fraction: 0.15,
+            min_sources: 1,
+            source_window_us: 1_000_000,
         }
     }
 }
@@ -624,6 +635,18 @@ impl CpConfig {
             "cp.sampling_jitter_fraction",
             self.sampling_jitter_fraction,
             "0 ≤ jitter < 1",
+        )?;
+        check(
+            self.min_sources >= 1,
+            "cp.min_sources",
+            f64::from(self.min_sources),
+            "≥ 1 (1: every congested sample yields a CNM, as in 802.1Qau)",
+        )?;
+        check(
+            self.source_window_us > 0 && self.source_window_us <= 3_600_000_000,
+            "cp.source_window_us",
+            as_f64(self.source_window_us),
+            "0 < window ≤ 1 h",
         )?;
         Ok(())
     }
@@ -859,6 +882,18 @@ mod tests {
         .is_err());
         assert!(CpConfig {
             w: 0.0,
+            ..CpConfig::default()
+        }
+        .validate()
+        .is_err());
+        assert!(CpConfig {
+            min_sources: 0,
+            ..CpConfig::default()
+        }
+        .validate()
+        .is_err());
+        assert!(CpConfig {
+            source_window_us: 0,
             ..CpConfig::default()
         }
         .validate()

@@ -11,6 +11,8 @@
 //!   `sampling_base_bytes / 150 000` for small emulated queues, and randomised by ±jitter
 //!   (default 15 %) from a random value the caller supplies: no global RNG, so runs replay.
 
+use fabricflow_proto::MacAddr;
+
 use crate::config::{ConfigError, CpConfig, QNTZ_FB_MAX};
 
 /// The 802.1Qau sampling intervals, octets, indexed by QntzFb >> 3 (at the standard base).
@@ -190,6 +192,60 @@ impl CongestionPoint {
     }
 }
 
+/// Frames shorter than this are not data (TCP ACKs, ARP): they do not make a host a source.
+pub const CENSUS_MIN_FRAME_BYTES: u64 = 512;
+
+/// The hosts that recently sent data through one port (`cp.min_sources`): the oversubscription
+/// a full queue alone does not show. Time is the caller's, in µs.
+#[derive(Debug, Clone)]
+pub struct SourceCensus {
+    window_us: u64,
+    /// Each source with the time of its last data frame; a handful of entries on any real port.
+    seen: Vec<(MacAddr, u64)>,
+}
+
+/// Beyond this many remembered sources the stale ones are dropped on every observation, so a
+/// flood of distinct source addresses costs bounded memory.
+const CENSUS_PRUNE_AT: usize = 256;
+
+impl SourceCensus {
+    /// An empty census forgetting a source `window_us` after its last data frame.
+    pub fn new(window_us: u64) -> Self {
+        SourceCensus {
+            window_us,
+            seen: Vec::new(),
+        }
+    }
+
+    /// A frame of `frame_bytes` octets from `src` crossed the port at `now_us`.
+    pub fn observe(&mut self, src: MacAddr, frame_bytes: u64, now_us: u64) {
+        if frame_bytes < CENSUS_MIN_FRAME_BYTES {
+            return;
+        }
+        if let Some(e) = self.seen.iter_mut().find(|(m, _)| *m == src) {
+            e.1 = now_us;
+            return;
+        }
+        if self.seen.len() >= CENSUS_PRUNE_AT {
+            self.prune(now_us);
+        }
+        if self.seen.len() < CENSUS_PRUNE_AT {
+            self.seen.push((src, now_us));
+        }
+    }
+
+    /// The distinct sources seen within the window before `now_us`.
+    pub fn count(&mut self, now_us: u64) -> usize {
+        self.prune(now_us);
+        self.seen.len()
+    }
+
+    fn prune(&mut self, now_us: u64) {
+        let w = self.window_us;
+        self.seen.retain(|&(_, t)| now_us.saturating_sub(t) <= w);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,6 +370,37 @@ mod tests {
         )
         .is_err());
         assert_eq!(cp.config().w, 2.0);
+    }
+
+    #[test]
+    fn census_counts_data_sources_within_the_window() {
+        let mac = |b: u8| MacAddr([2, 0, 0, 0, 0, b]);
+        let mut c = SourceCensus::new(1_000);
+        assert_eq!(c.count(0), 0);
+        c.observe(mac(1), 1_514, 0);
+        c.observe(mac(1), 1_514, 100);
+        c.observe(mac(2), 1_514, 200);
+        c.observe(mac(3), 66, 300); // an ACK: not a source
+        assert_eq!(c.count(300), 2);
+        // mac(1) last sent at 100: still inside at 1 100, gone at 1 101.
+        assert_eq!(c.count(1_100), 2);
+        assert_eq!(c.count(1_101), 1);
+        c.observe(mac(1), CENSUS_MIN_FRAME_BYTES, 1_150);
+        assert_eq!(c.count(1_200), 2);
+        assert_eq!(c.count(5_000), 0);
+    }
+
+    #[test]
+    fn census_memory_is_bounded() {
+        let mut c = SourceCensus::new(10);
+        for i in 0..1_000u32 {
+            let b = i.to_be_bytes();
+            c.observe(MacAddr([2, 0, b[0], b[1], b[2], b[3]]), 1_514, 0);
+        }
+        assert_eq!(c.count(0), CENSUS_PRUNE_AT);
+        // Once the old ones are stale a new source finds room again.
+        c.observe(MacAddr([2, 1, 0, 0, 0, 0]), 1_514, 100);
+        assert_eq!(c.count(100), 1);
     }
 
     proptest! {

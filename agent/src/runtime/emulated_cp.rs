@@ -48,7 +48,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::config::AgentConfig;
-use crate::cp::CongestionPoint;
+use crate::cp::{CongestionPoint, SourceCensus};
 use crate::plan::host_group;
 use crate::qdisc::{get_root_qdisc_request, parse_root_backlog, QueueStats};
 use crate::PortNo;
@@ -95,6 +95,11 @@ pub struct CpPortStatus {
     pub samples: u64,
     /// CNMs generated.
     pub cnms: u64,
+    /// Congested samples without a CNM because fewer than `cp.min_sources` hosts sent data
+    /// through the port within the window.
+    pub cnms_few_sources: u64,
+    /// Distinct data sources at the last congested sample.
+    pub sources: u32,
     /// Last Fb.
     pub last_fb: f64,
 }
@@ -214,6 +219,8 @@ pub fn spawn(
     for _ in &ports {
         cps.push(CongestionPoint::new(cfg.cp.clone(), rng.gen())?);
     }
+    let mut censuses = vec![SourceCensus::new(cfg.cp.source_window_us); ports.len()];
+    let min_sources = usize::try_from(cfg.cp.min_sources).unwrap_or(usize::MAX);
     let by_ifindex: HashMap<u32, usize> = ports
         .iter()
         .enumerate()
@@ -231,6 +238,7 @@ pub fn spawn(
             let mut next_poll = Instant::now();
             let mut buf = vec![0u8; 2048];
             let mut cursor = 0usize;
+            let start = Instant::now();
             while !stop2.load(Ordering::Relaxed) {
                 if Instant::now() >= next_poll {
                     next_poll = Instant::now() + period;
@@ -286,6 +294,18 @@ pub fn spawn(
                     continue;
                 };
                 let frame = buf.get(..n).unwrap_or_default();
+                let now_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+                // Only with the gate on: the census costs a look-up per frame.
+                let census = censuses.get_mut(i).filter(|_| min_sources > 1);
+                if let (Some(c), Some(src)) = (
+                    census,
+                    EthernetView::new_checked(frame)
+                        .ok()
+                        .map(|v| v.src())
+                        .filter(|s| host_group(*s).is_some()),
+                ) {
+                    c.observe(src, n as u64, now_us);
+                }
                 // Only the sample uses Q: read it then, for this port only.
                 let qb = if n as u64 >= cp.until_sample_bytes() {
                     match qdisc.backlog_bytes(p.ifindex) {
@@ -311,24 +331,32 @@ pub fn spawn(
                     }
                     continue;
                 };
-                let cnm = culprit(frame).filter(|_| fb.congested()).and_then(|dst| {
-                    let cpid = Cpid::new(switch_mac, u16::try_from(p.port).unwrap_or(u16::MAX));
-                    Cnm::for_sampled_frame(
-                        frame,
-                        switch_mac,
-                        cpid,
-                        fb.qntz_fb,
-                        fb.cnm_q_offset(),
-                        fb.cnm_q_delta(),
-                    )
-                    .ok()
-                    .map(|f| GeneratedCnm {
-                        frame: f.to_vec(),
-                        culprit_dst: dst,
-                        qntz_fb: fb.qntz_fb,
-                        port: p.port,
-                    })
-                });
+                let sources = if fb.congested() && min_sources > 1 {
+                    censuses.get_mut(i).map_or(0, |c| c.count(now_us))
+                } else {
+                    0
+                };
+                let crowded = min_sources <= 1 || sources >= min_sources;
+                let cnm = culprit(frame)
+                    .filter(|_| fb.congested() && crowded)
+                    .and_then(|dst| {
+                        let cpid = Cpid::new(switch_mac, u16::try_from(p.port).unwrap_or(u16::MAX));
+                        Cnm::for_sampled_frame(
+                            frame,
+                            switch_mac,
+                            cpid,
+                            fb.qntz_fb,
+                            fb.cnm_q_offset(),
+                            fb.cnm_q_delta(),
+                        )
+                        .ok()
+                        .map(|f| GeneratedCnm {
+                            frame: f.to_vec(),
+                            culprit_dst: dst,
+                            qntz_fb: fb.qntz_fb,
+                            port: p.port,
+                        })
+                    });
                 let sent = cnm.map(|c| tx.try_send(c).is_ok());
                 if let Ok(mut s) = status2.lock() {
                     s.frames_seen += 1;
@@ -338,6 +366,12 @@ pub fn spawn(
                     if let Some(st) = s.ports.get_mut(i) {
                         st.samples += 1;
                         st.last_fb = fb.fb;
+                        if fb.congested() && min_sources > 1 {
+                            st.sources = u32::try_from(sources).unwrap_or(u32::MAX);
+                            if !crowded {
+                                st.cnms_few_sources += 1;
+                            }
+                        }
                         if sent == Some(true) {
                             st.cnms += 1;
                         }

@@ -10,6 +10,7 @@ use axum::{Json, Router};
 use tokio::sync::watch;
 
 use super::{Registry, SwitchView};
+use crate::runtime::emulated_cp::CpPortStatus;
 use crate::session::DropReason;
 
 /// Serves until `stop` turns true.
@@ -47,6 +48,9 @@ async fn metrics(State(reg): State<Registry>) -> impl IntoResponse {
         render(&map),
     )
 }
+
+/// A per-port family of the emulated CP: how to read it.
+type PortMetric = fn(&CpPortStatus) -> u64;
 
 /// A counter family: name, help, how to read it.
 type Counter = (&'static str, &'static str, fn(&SwitchView) -> u64);
@@ -198,45 +202,44 @@ pub fn render(map: &std::collections::BTreeMap<String, SwitchView>) -> String {
             );
         }
     }
-    family(
-        &mut o,
-        "fabricflow_agent_queue_backlog_bytes",
-        "gauge",
-        "Egress qdisc backlog per fabric port (emulated CP).",
-    );
-    for (sw, v) in map {
-        for p in v.emulated_cp.iter().flat_map(|c| &c.ports) {
-            let _ = writeln!(o, "fabricflow_agent_queue_backlog_bytes{{switch=\"{sw}\",port=\"{}\",interface=\"{}\"}} {}", p.port, p.ifname, p.backlog_bytes);
-        }
-    }
-    family(
-        &mut o,
-        "fabricflow_agent_queue_drops_total",
-        "counter",
-        "Packets dropped by the egress qdisc per fabric port (emulated CP; wraps at 2^32).",
-    );
-    for (sw, v) in map {
-        for p in v.emulated_cp.iter().flat_map(|c| &c.ports) {
-            let _ = writeln!(
-                o,
-                "fabricflow_agent_queue_drops_total{{switch=\"{sw}\",port=\"{}\",interface=\"{}\"}} {}",
-                p.port, p.ifname, p.qdisc_drops
-            );
-        }
-    }
-    family(
-        &mut o,
-        "fabricflow_agent_cp_cnms_total",
-        "counter",
-        "CNMs generated per congested port (emulated CP).",
-    );
-    for (sw, v) in map {
-        for p in v.emulated_cp.iter().flat_map(|c| &c.ports) {
-            let _ = writeln!(
-                o,
-                "fabricflow_agent_cp_cnms_total{{switch=\"{sw}\",port=\"{}\"}} {}",
-                p.port, p.cnms
-            );
+    let port_families: [(&str, &str, &str, PortMetric); 4] = [
+        (
+            "fabricflow_agent_queue_backlog_bytes",
+            "gauge",
+            "Egress qdisc backlog per fabric port (emulated CP).",
+            |p| p.backlog_bytes,
+        ),
+        (
+            "fabricflow_agent_queue_drops_total",
+            "counter",
+            "Packets dropped by the egress qdisc per fabric port (emulated CP; wraps at 2^32).",
+            |p| u64::from(p.qdisc_drops),
+        ),
+        (
+            "fabricflow_agent_cp_cnms_total",
+            "counter",
+            "CNMs generated per congested port (emulated CP).",
+            |p| p.cnms,
+        ),
+        (
+            "fabricflow_agent_cp_cnms_few_sources_total",
+            "counter",
+            "Congested samples without a CNM: fewer than cp.min_sources hosts sent data through the port (emulated CP).",
+            |p| p.cnms_few_sources,
+        ),
+    ];
+    for (name, kind, help, f) in port_families {
+        family(&mut o, name, kind, help);
+        for (sw, v) in map {
+            for p in v.emulated_cp.iter().flat_map(|c| &c.ports) {
+                let _ = writeln!(
+                    o,
+                    "{name}{{switch=\"{sw}\",port=\"{}\",interface=\"{}\"}} {}",
+                    p.port,
+                    p.ifname,
+                    f(p)
+                );
+            }
         }
     }
     o
