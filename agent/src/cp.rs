@@ -240,6 +240,17 @@ impl SourceCensus {
         self.seen.len()
     }
 
+    /// Whether a congested sample at `now_us` may yield a CNM, with the sources counted: always
+    /// for `min_sources` ≤ 1 (802.1Qau; nothing counted, 0), else when at least `min_sources`
+    /// were seen within the window.
+    pub fn admits(&mut self, min_sources: u32, now_us: u64) -> (bool, usize) {
+        if min_sources <= 1 {
+            return (true, 0);
+        }
+        let n = self.count(now_us);
+        (n >= usize::try_from(min_sources).unwrap_or(usize::MAX), n)
+    }
+
     fn prune(&mut self, now_us: u64) {
         let w = self.window_us;
         self.seen.retain(|&(_, t)| now_us.saturating_sub(t) <= w);
@@ -388,6 +399,23 @@ mod tests {
         c.observe(mac(1), CENSUS_MIN_FRAME_BYTES, 1_150);
         assert_eq!(c.count(1_200), 2);
         assert_eq!(c.count(5_000), 0);
+    }
+
+    #[test]
+    fn census_admits_only_crowded_ports() {
+        let mac = |b: u8| MacAddr([2, 0, 0, 0, 0, b]);
+        let mut c = SourceCensus::new(1_000);
+        assert_eq!(c.admits(1, 0), (true, 0), "1 = off: every congested sample");
+        assert_eq!(c.admits(3, 0), (false, 0));
+        c.observe(mac(1), 1_514, 0);
+        c.observe(mac(2), 1_514, 0);
+        assert_eq!(c.admits(3, 10), (false, 2));
+        assert_eq!(c.admits(2, 10), (true, 2));
+        c.observe(mac(3), 1_514, 20);
+        assert_eq!(c.admits(3, 30), (true, 3));
+        // The first two fall out of the window: back below the threshold.
+        assert_eq!(c.admits(3, 1_001), (false, 1));
+        assert_eq!(c.admits(u32::MAX, 0), (false, 1));
     }
 
     #[test]

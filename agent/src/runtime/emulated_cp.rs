@@ -220,7 +220,7 @@ pub fn spawn(
         cps.push(CongestionPoint::new(cfg.cp.clone(), rng.gen())?);
     }
     let mut censuses = vec![SourceCensus::new(cfg.cp.source_window_us); ports.len()];
-    let min_sources = usize::try_from(cfg.cp.min_sources).unwrap_or(usize::MAX);
+    let min_sources = cfg.cp.min_sources;
     let by_ifindex: HashMap<u32, usize> = ports
         .iter()
         .enumerate()
@@ -331,12 +331,13 @@ pub fn spawn(
                     }
                     continue;
                 };
-                let sources = if fb.congested() && min_sources > 1 {
-                    censuses.get_mut(i).map_or(0, |c| c.count(now_us))
+                let (crowded, sources) = if fb.congested() {
+                    censuses
+                        .get_mut(i)
+                        .map_or((true, 0), |c| c.admits(min_sources, now_us))
                 } else {
-                    0
+                    (false, 0)
                 };
-                let crowded = min_sources <= 1 || sources >= min_sources;
                 let cnm = culprit(frame)
                     .filter(|_| fb.congested() && crowded)
                     .and_then(|dst| {
