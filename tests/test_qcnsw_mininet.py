@@ -13,7 +13,8 @@ timer).  QCN-SW beats minimal routing: its aggregate exceeds what minimal routin
 all under ADV+1 here (each of the 7 groups sends over its one 2.5 Mb/s global link to the next:
 17.5 Mb/s), so no minimal run is needed (measured: minimal 16.7-17.0, qcnsw-combined 36-38 Mb/s
 in 30 s runs, mininet/README.md).  The controller-mode all-pairs ping covers the controller
-runtime alone.
+runtime alone.  The census test checks the other side of the harness's `cp.min_sources`: a
+link that one host fills gets no CNM and keeps P at 100.
 """
 
 import os
@@ -141,6 +142,64 @@ class QcnswTests(unittest.TestCase):
             self.assertEqual(sorted(p for p, ok in again.items() if not ok), [])
             t(f"{len(again)} pairs, 0 % loss", self.t0)
         self.assertIsNotNone(ctl.poll(), "controller still running after teardown")
+
+    def test_census_spares_a_link_one_host_fills(self):
+        """The source census (cp.min_sources, 2 here: hosts per switch + 1): one host alone
+        fills the owner's 2.5 Mb/s global link, its queue is congested at every sample, yet no
+        CNM is generated for that port and its P stays 100 — diverting a single TCP source only
+        loads other links (mininet/README.md "Session 6"). The ADV+1 test below is the positive
+        control: two hosts on the same link do get CNMs."""
+        with FabricNet(SPEC, RATES, mode="controller", p_minimal=100,
+                       agent_variant="combined") as fn:
+            t(f"up, synced, agent ready {fn.timings}", self.t0)
+            procs = list(fn.procs)
+            fab = fn.fabric
+            self.assertIn("min_sources = 2", (fn.tmp / "agent.toml").read_text())
+            by_name = {sw["name"]: sw for sw in fab.switches}
+            link = next(lk for lk in fab.links if lk["class"] == "global"
+                        and {by_name[lk["a"]]["group"], by_name[lk["b"]]["group"]} == {0, 1})
+            owner, gport = ((link["a"], link["a_port"]) if by_name[link["a"]]["group"] == 0
+                            else (link["b"], link["b_port"]))
+            src = next(h["name"] for h in fab.hosts if h["switch"] == owner)
+            dst = next(h["name"] for h in fab.hosts if h["group"] == 1)
+            br = fab.sw_short[owner]
+
+            def metric(name):
+                return metric_sum(fn.agent_metrics(), name, switch=br, port=gport)
+
+            def p_gport():
+                return next(p["p_percent"] for p in fn.agent_state()[br]["session"]["ports"]
+                            if p["port"] == gport)
+            box, duration = {}, 12
+            th = threading.Thread(target=lambda: box.update(files=traffic.run_iperf(
+                fn, [(src, dst)], duration, fn.tmp / "iperf", streams=4)), daemon=True)
+            th.start()
+            p_min = 100.0
+
+            def suppressed():
+                nonlocal p_min
+                p_min = min(p_min, p_gport())
+                return metric("fabricflow_agent_cp_cnms_few_sources_total") >= 5
+            wait_until(suppressed, duration + 5,
+                       f"congested samples without a CNM on {br}:{gport}", 0.5)
+            t(f"{metric('fabricflow_agent_cp_cnms_few_sources_total'):.0f} congested samples "
+              f"spared so far", self.t0)
+            while th.is_alive():
+                p_min = min(p_min, p_gport())
+                th.join(0.5)
+            self.assertEqual(metric("fabricflow_agent_cp_cnms_total"), 0,
+                             "CNMs generated for a link one host fills")
+            self.assertEqual(metric_sum(fn.agent_metrics(), "fabricflow_agent_cnm_generated_total"),
+                             0, "CNMs anywhere in the fabric")
+            self.assertEqual(p_min, 100.0, "P of the spared port fell")
+            samples, err = measure.parse_iperf(next(iter(box["files"].values())))
+            self.assertIsNone(err)
+            rate = sum(v for _, v in samples[1:]) / max(len(samples) - 1, 1)
+            t(f"one host over the global link: {rate:.2f} Mb/s, P stayed 100", self.t0)
+            # The link, not the census, limits it: near the 2.5 Mb/s global rate.
+            self.assertGreater(rate, 0.7 * RATES.glob)
+        for p in procs:
+            self.assertIsNotNone(p.poll(), f"{p.args[0]} still running after teardown")
 
     def test_adv1_qcnsw_combined_mechanism(self):
         with FabricNet(SPEC, RATES, mode="controller", p_minimal=100,
