@@ -65,8 +65,9 @@ SAMPLING_PKTS = 10        # sampling base = 10 full frames
 def min_sources(fabric):
     """cp.min_sources for this fabric: one more than the hosts of the fullest switch. Uniform
     traffic rarely puts more than one switch's worth of hosts on a link, an adversarial
-    pattern puts a whole group there (Dragonfly ADV+1: a*p hosts on one global link); a link that
-    few sources fill is not relieved by diverting them (mininet/README.md "QCN-SW results")."""
+    pattern puts a whole group there (Dragonfly ADV+1: a*p hosts on one global link); on a loaded
+    fabric diverting the few sources of a link mostly loads other full links (mininet/README.md
+    "Session 6", which also shows the price on an idle fabric)."""
     per_switch = {}
     for h in fabric.hosts:
         per_switch[h["switch"]] = per_switch.get(h["switch"], 0) + 1

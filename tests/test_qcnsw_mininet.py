@@ -14,7 +14,7 @@ all under ADV+1 here (each of the 7 groups sends over its one 2.5 Mb/s global li
 17.5 Mb/s), so no minimal run is needed (measured: minimal 16.7-17.0, qcnsw-combined 36-38 Mb/s
 in 30 s runs, mininet/README.md).  The controller-mode all-pairs ping covers the controller
 runtime alone.  The census test checks the other side of the harness's `cp.min_sources`: a
-link that one host fills gets no CNM and keeps P at 100.
+link that one host fills gets no CNM and keeps P at 100, and gets them with the gate off.
 """
 
 import os
@@ -23,17 +23,19 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 import unittest
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "mininet"))
 
+import fflaunch  # noqa: E402
 import measure  # noqa: E402
 import traffic  # noqa: E402
 from fflaunch import (OFCTL, FabricNet, has_subcommand, metric_sum, our_bridges,  # noqa: E402
                       our_links, ovs_log_size, ovs_send_errors_since, wait_until)
-from fftopo import AGENT_BIN, CONTROLLER_BIN, LinkRates  # noqa: E402
+from fftopo import AGENT_BIN, CONTROLLER_BIN, Fabric, LinkRates  # noqa: E402
 
 SPEC = "dragonfly:p=1,a=2,h=3"
 RATES = LinkRates(host=10, local=10, glob=2.5, up=10, down=2.5, queue_pkts=50)
@@ -143,18 +145,19 @@ class QcnswTests(unittest.TestCase):
             t(f"{len(again)} pairs, 0 % loss", self.t0)
         self.assertIsNotNone(ctl.poll(), "controller still running after teardown")
 
-    def test_census_spares_a_link_one_host_fills(self):
-        """The source census (cp.min_sources, 2 here: hosts per switch + 1): one host alone
-        fills the owner's 2.5 Mb/s global link, its queue is congested at every sample, yet no
-        CNM is generated for that port and its P stays 100 — diverting a single TCP source only
-        loads other links (mininet/README.md "Session 6"). The ADV+1 test below is the positive
-        control: two hosts on the same link do get CNMs."""
-        with FabricNet(SPEC, RATES, mode="controller", p_minimal=100,
-                       agent_variant="combined") as fn:
+    def one_host_on_global_link(self, overrides, done_when, duration=12):
+        """Dragonfly(1,2,3): the host of the switch owning group 0's global link to group 1
+        sends `-P 4` to a group-1 host for `duration` s, so that link's queue is congested and
+        only this one host feeds it. Polls `done_when(metric)` (metric: name -> value at that
+        port) while tracking the port's lowest P; returns (metric, lowest P, the flow's Mb/s,
+        the agent's cp.min_sources)."""
+        with FabricNet(SPEC, RATES, mode="controller", p_minimal=100, agent_variant="combined",
+                       agent_overrides=overrides) as fn:
             t(f"up, synced, agent ready {fn.timings}", self.t0)
             procs = list(fn.procs)
             fab = fn.fabric
-            self.assertIn("min_sources = 2", (fn.tmp / "agent.toml").read_text())
+            with open(fn.tmp / "agent.toml", "rb") as f:
+                min_sources = tomllib.load(f)["cp"]["min_sources"]
             by_name = {sw["name"]: sw for sw in fab.switches}
             link = next(lk for lk in fab.links if lk["class"] == "global"
                         and {by_name[lk["a"]]["group"], by_name[lk["b"]]["group"]} == {0, 1})
@@ -170,36 +173,56 @@ class QcnswTests(unittest.TestCase):
             def p_gport():
                 return next(p["p_percent"] for p in fn.agent_state()[br]["session"]["ports"]
                             if p["port"] == gport)
-            box, duration = {}, 12
+            box = {}
             th = threading.Thread(target=lambda: box.update(files=traffic.run_iperf(
                 fn, [(src, dst)], duration, fn.tmp / "iperf", streams=4)), daemon=True)
             th.start()
             p_min = 100.0
 
-            def suppressed():
+            def done():
                 nonlocal p_min
                 p_min = min(p_min, p_gport())
-                return metric("fabricflow_agent_cp_cnms_few_sources_total") >= 5
-            wait_until(suppressed, duration + 5,
-                       f"congested samples without a CNM on {br}:{gport}", 0.5)
-            t(f"{metric('fabricflow_agent_cp_cnms_few_sources_total'):.0f} congested samples "
-              f"spared so far", self.t0)
+                return done_when(metric)
+            wait_until(done, duration + 5, f"the condition on {br}:{gport}", 0.5)
             while th.is_alive():
                 p_min = min(p_min, p_gport())
                 th.join(0.5)
-            self.assertEqual(metric("fabricflow_agent_cp_cnms_total"), 0,
-                             "CNMs generated for a link one host fills")
-            self.assertEqual(metric_sum(fn.agent_metrics(), "fabricflow_agent_cnm_generated_total"),
-                             0, "CNMs anywhere in the fabric")
-            self.assertEqual(p_min, 100.0, "P of the spared port fell")
             samples, err = measure.parse_iperf(next(iter(box["files"].values())))
             self.assertIsNone(err)
             rate = sum(v for _, v in samples[1:]) / max(len(samples) - 1, 1)
-            t(f"one host over the global link: {rate:.2f} Mb/s, P stayed 100", self.t0)
-            # The link, not the census, limits it: near the 2.5 Mb/s global rate.
-            self.assertGreater(rate, 0.7 * RATES.glob)
+            final = {n: metric(n) for n in ("fabricflow_agent_cp_cnms_total",
+                                           "fabricflow_agent_cp_samples_few_sources_total")}
+            final["all_cnms"] = metric_sum(fn.agent_metrics(),
+                                           "fabricflow_agent_cnm_generated_total")
+            t(f"min_sources {min_sources}: {final}, lowest P {p_min:.1f}, {rate:.2f} Mb/s",
+              self.t0)
         for p in procs:
             self.assertIsNotNone(p.poll(), f"{p.args[0]} still running after teardown")
+        return final, p_min, rate, min_sources
+
+    def test_census_spares_a_link_one_host_fills(self):
+        """The source census (cp.min_sources; the harness sets hosts per switch + 1 = 2 here):
+        one host alone fills the owner's 2.5 Mb/s global link, so its queue is congested at
+        every sample, yet the gate suppresses every CNM for that port and its P stays 100.
+        Control, same traffic with the gate off (min_sources = 1, 802.1Qau): CNMs for that port
+        and P falls. The ADV+1 test below shows two hosts on one link do get CNMs."""
+        few = "fabricflow_agent_cp_samples_few_sources_total"
+        final, p_min, rate, n = self.one_host_on_global_link({}, lambda m: m(few) >= 5)
+        self.assertEqual(n, fflaunch.min_sources(Fabric.load(SPEC)))
+        self.assertEqual(n, 2)
+        self.assertEqual(final["fabricflow_agent_cp_cnms_total"], 0,
+                         "CNMs generated for a link one host fills")
+        self.assertEqual(final["all_cnms"], 0, "CNMs anywhere in the fabric")
+        self.assertEqual(p_min, 100.0, "P of the spared port fell")
+        # The link, not the census, limits the flow: near the 2.5 Mb/s global rate.
+        self.assertGreater(rate, 0.7 * RATES.glob)
+
+        final, p_min, _, n = self.one_host_on_global_link(
+            {"cp.min_sources": 1}, lambda m: m("fabricflow_agent_cp_cnms_total") > 0)
+        self.assertEqual(n, 1)
+        self.assertGreater(final["fabricflow_agent_cp_cnms_total"], 0)
+        self.assertEqual(final[few], 0, "samples counted as spared with the gate off")
+        self.assertLess(p_min, 100.0, "P did not react to the CNMs with the gate off")
 
     def test_adv1_qcnsw_combined_mechanism(self):
         with FabricNet(SPEC, RATES, mode="controller", p_minimal=100,

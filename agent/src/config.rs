@@ -412,11 +412,12 @@ pub struct CpConfig {
     /// Relative randomisation of every sampling interval, ± this fraction. Default 0.15 (±15 %),
     /// to avoid synchronisation between congestion points. Must be in [0, 1).
     pub sampling_jitter_fraction: f64,
-    /// fabricflow's addition for TCP fabrics (off at the default 1): a congested sample yields a
-    /// CNM only if at least this many distinct hosts sent data frames through the port within
-    /// `source_window_us`. TCP fills every bottleneck queue whatever the oversubscription, so
-    /// Fb alone cannot tell a link one flow saturates (diverting only moves it onto other full
-    /// links) from a many-to-one hot spot (diverting relieves it); the number of sources can.
+    /// fabricflow's addition for loaded TCP fabrics, emulated CP only (off at the default 1; the
+    /// simulator ignores it): a congested sample yields a CNM only if at least this many
+    /// distinct hosts sent data frames through the port within `source_window_us`. TCP fills
+    /// every bottleneck queue whatever the oversubscription, so Fb alone cannot tell a link a
+    /// few sources fill from a many-to-one hot spot. On a loaded fabric diverting the few
+    /// mostly loads other full links; on an idle one it would pay, and the gate forgoes that.
     pub min_sources: u32,
     /// The window of `min_sources`, µs. Default 1 s: long enough for every active TCP source
     /// of a slow emulated link to show a frame.

@@ -234,7 +234,7 @@ impl SourceCensus {
         }
     }
 
-    /// The distinct sources seen within the window before `now_us`.
+    /// The distinct sources seen within the window before `now_us` (forgets the older ones).
     pub fn count(&mut self, now_us: u64) -> usize {
         self.prune(now_us);
         self.seen.len()
@@ -392,6 +392,7 @@ mod tests {
         c.observe(mac(1), 1_514, 100);
         c.observe(mac(2), 1_514, 200);
         c.observe(mac(3), 66, 300); // an ACK: not a source
+        c.observe(mac(4), CENSUS_MIN_FRAME_BYTES - 1, 300); // just below: not data either
         assert_eq!(c.count(300), 2);
         // mac(1) last sent at 100: still inside at 1 100, gone at 1 101.
         assert_eq!(c.count(1_100), 2);
@@ -415,7 +416,7 @@ mod tests {
         assert_eq!(c.admits(3, 30), (true, 3));
         // The first two fall out of the window: back below the threshold.
         assert_eq!(c.admits(3, 1_001), (false, 1));
-        assert_eq!(c.admits(u32::MAX, 0), (false, 1));
+        assert_eq!(c.admits(u32::MAX, 1_001), (false, 1));
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //!   bound to the port's interface ([`port_socket`]), drained every `batch_period`, and keeps
 //!   those with `sll_pkttype == PACKET_OUTGOING`. Every such frame counts towards that port's
 //!   [`CongestionPoint`] sampling interval; the sampled frame gets a CNM when Fb < 0 — if it is
-//!   a culprit: a frame from a host (source MAC in the `02:00` plan) that is not itself a CNM;
+//!   a culprit: a frame from a host (source MAC in the `02:00` plan) that is not itself a CNM —
+//!   and, with `cp.min_sources` > 1, if the port's [`SourceCensus`] admits it (enough distinct
+//!   hosts sent data through the port lately);
 //! - the CNM (`Cnm::for_sampled_frame`, SA = switch MAC, CPID = switch MAC + port) goes to the
 //!   switch task, which injects it with PACKET_OUT and charges source processing.
 //!
@@ -97,8 +99,9 @@ pub struct CpPortStatus {
     pub cnms: u64,
     /// Congested samples without a CNM because fewer than `cp.min_sources` hosts sent data
     /// through the port within the window.
-    pub cnms_few_sources: u64,
-    /// Distinct data sources at the last congested sample.
+    pub samples_few_sources: u64,
+    /// Distinct data sources at the last congested sample (only counted with
+    /// `cp.min_sources` > 1; 0 otherwise).
     pub sources: u32,
     /// Last Fb.
     pub last_fb: f64,
@@ -294,18 +297,16 @@ pub fn spawn(
                     continue;
                 };
                 let frame = buf.get(..n).unwrap_or_default();
-                let now_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
-                // Only with the gate on: the census costs a look-up per frame.
-                let census = censuses.get_mut(i).filter(|_| min_sources > 1);
-                if let (Some(c), Some(src)) = (
-                    census,
-                    EthernetView::new_checked(frame)
-                        .ok()
-                        .map(|v| v.src())
-                        .filter(|s| host_group(*s).is_some()),
-                ) {
-                    c.observe(src, n as u64, now_us);
-                }
+                // Only with the gate on: the census costs a clock read and a look-up per frame.
+                let now_us = if min_sources > 1 {
+                    let now = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    if let (Some(c), Some(src)) = (censuses.get_mut(i), host_source(frame)) {
+                        c.observe(src, n as u64, now);
+                    }
+                    now
+                } else {
+                    0
+                };
                 // Only the sample uses Q: read it then, for this port only.
                 let qb = if n as u64 >= cp.until_sample_bytes() {
                     match qdisc.backlog_bytes(p.ifindex) {
@@ -370,7 +371,7 @@ pub fn spawn(
                         if fb.congested() && min_sources > 1 {
                             st.sources = u32::try_from(sources).unwrap_or(u32::MAX);
                             if !crowded {
-                                st.cnms_few_sources += 1;
+                                st.samples_few_sources += 1;
                             }
                         }
                         if sent == Some(true) {
@@ -489,6 +490,12 @@ fn culprit(frame: &[u8]) -> Option<MacAddr> {
         return None;
     }
     Some(v.dst())
+}
+
+/// The source of a frame a host sent (source MAC in the `02:00` plan): what the census counts.
+fn host_source(frame: &[u8]) -> Option<MacAddr> {
+    let src = EthernetView::new_checked(frame).ok()?.src();
+    host_group(src).map(|_| src)
 }
 
 #[cfg(test)]

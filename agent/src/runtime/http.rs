@@ -49,8 +49,13 @@ async fn metrics(State(reg): State<Registry>) -> impl IntoResponse {
     )
 }
 
-/// A per-port family of the emulated CP: how to read it.
-type PortMetric = fn(&CpPortStatus) -> u64;
+/// A per-port family of the emulated CP: name, type, help, how to read it.
+type PortFamily = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&CpPortStatus) -> u64,
+);
 
 /// A counter family: name, help, how to read it.
 type Counter = (&'static str, &'static str, fn(&SwitchView) -> u64);
@@ -202,7 +207,7 @@ pub fn render(map: &std::collections::BTreeMap<String, SwitchView>) -> String {
             );
         }
     }
-    let port_families: [(&str, &str, &str, PortMetric); 4] = [
+    let port_families: [PortFamily; 4] = [
         (
             "fabricflow_agent_queue_backlog_bytes",
             "gauge",
@@ -222,10 +227,10 @@ pub fn render(map: &std::collections::BTreeMap<String, SwitchView>) -> String {
             |p| p.cnms,
         ),
         (
-            "fabricflow_agent_cp_cnms_few_sources_total",
+            "fabricflow_agent_cp_samples_few_sources_total",
             "counter",
             "Congested samples without a CNM: fewer than cp.min_sources hosts sent data through the port (emulated CP).",
-            |p| p.cnms_few_sources,
+            |p| p.samples_few_sources,
         ),
     ];
     for (name, kind, help, f) in port_families {
@@ -248,6 +253,7 @@ pub fn render(map: &std::collections::BTreeMap<String, SwitchView>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::emulated_cp::CpStatus;
     use crate::session::{PortStatus, SessionStatus};
 
     #[test]
@@ -269,8 +275,33 @@ mod tests {
             .counters
             .cnm_dropped
             .insert(DropReason::Malformed, 2);
+        v.emulated_cp = Some(CpStatus {
+            ports: vec![CpPortStatus {
+                port: 6,
+                ifname: "s0-eth6".to_owned(),
+                backlog_bytes: 7_570,
+                qdisc_drops: 9,
+                cnms: 11,
+                samples_few_sources: 13,
+                ..CpPortStatus::default()
+            }],
+            ..CpStatus::default()
+        });
         map.insert("s0".to_owned(), v);
         let text = render(&map);
+        let labels = "{switch=\"s0\",port=\"6\",interface=\"s0-eth6\"}";
+        for (name, value) in [
+            ("fabricflow_agent_queue_backlog_bytes", 7_570),
+            ("fabricflow_agent_queue_drops_total", 9),
+            ("fabricflow_agent_cp_cnms_total", 11),
+            ("fabricflow_agent_cp_samples_few_sources_total", 13),
+        ] {
+            assert!(
+                text.contains(&format!("{name}{labels} {value}\n")),
+                "{name}"
+            );
+        }
+        assert!(text.contains("# TYPE fabricflow_agent_queue_backlog_bytes gauge"));
         assert!(text.contains("fabricflow_agent_p_percent{switch=\"s0\",port=\"3\"} 50.5"));
         assert!(text
             .contains("fabricflow_agent_cnm_dropped_total{switch=\"s0\",reason=\"malformed\"} 2"));
