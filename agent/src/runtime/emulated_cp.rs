@@ -332,33 +332,32 @@ pub fn spawn(
                     }
                     continue;
                 };
-                let (crowded, sources) = if fb.congested() {
+                // `admitted`: congested, and the census (if on) lets it through.
+                let (admitted, sources) = if fb.congested() {
                     censuses
                         .get_mut(i)
                         .map_or((true, 0), |c| c.admits(min_sources, now_us))
                 } else {
                     (false, 0)
                 };
-                let cnm = culprit(frame)
-                    .filter(|_| fb.congested() && crowded)
-                    .and_then(|dst| {
-                        let cpid = Cpid::new(switch_mac, u16::try_from(p.port).unwrap_or(u16::MAX));
-                        Cnm::for_sampled_frame(
-                            frame,
-                            switch_mac,
-                            cpid,
-                            fb.qntz_fb,
-                            fb.cnm_q_offset(),
-                            fb.cnm_q_delta(),
-                        )
-                        .ok()
-                        .map(|f| GeneratedCnm {
-                            frame: f.to_vec(),
-                            culprit_dst: dst,
-                            qntz_fb: fb.qntz_fb,
-                            port: p.port,
-                        })
-                    });
+                let cnm = culprit(frame).filter(|_| admitted).and_then(|dst| {
+                    let cpid = Cpid::new(switch_mac, u16::try_from(p.port).unwrap_or(u16::MAX));
+                    Cnm::for_sampled_frame(
+                        frame,
+                        switch_mac,
+                        cpid,
+                        fb.qntz_fb,
+                        fb.cnm_q_offset(),
+                        fb.cnm_q_delta(),
+                    )
+                    .ok()
+                    .map(|f| GeneratedCnm {
+                        frame: f.to_vec(),
+                        culprit_dst: dst,
+                        qntz_fb: fb.qntz_fb,
+                        port: p.port,
+                    })
+                });
                 let sent = cnm.map(|c| tx.try_send(c).is_ok());
                 if let Ok(mut s) = status2.lock() {
                     s.frames_seen += 1;
@@ -370,7 +369,7 @@ pub fn spawn(
                         st.last_fb = fb.fb;
                         if fb.congested() && min_sources > 1 {
                             st.sources = u32::try_from(sources).unwrap_or(u32::MAX);
-                            if !crowded {
+                            if !admitted {
                                 st.samples_few_sources += 1;
                             }
                         }
