@@ -50,6 +50,15 @@ def t(msg, t0):
     print(f"  [{time.monotonic() - t0:6.1f} s] {msg}", flush=True)
 
 
+def global_link_0_to_1(fab):
+    """(switch of group 0 owning the global link to group 1, its port on that link)."""
+    group = {sw["name"]: sw["group"] for sw in fab.switches}
+    link = next(lk for lk in fab.links if lk["class"] == "global"
+                and {group[lk["a"]], group[lk["b"]]} == {0, 1})
+    return ((link["a"], link["a_port"]) if group[link["a"]] == 0
+            else (link["b"], link["b_port"]))
+
+
 def dump_groups(br):
     """{group_id: [(port, weight), ...]} from ovs-ofctl dump-groups."""
     out = subprocess.run(OFCTL + ["dump-groups", br], capture_output=True, text=True,
@@ -158,11 +167,7 @@ class QcnswTests(unittest.TestCase):
             fab = fn.fabric
             with open(fn.tmp / "agent.toml", "rb") as f:
                 min_sources = tomllib.load(f)["cp"]["min_sources"]
-            by_name = {sw["name"]: sw for sw in fab.switches}
-            link = next(lk for lk in fab.links if lk["class"] == "global"
-                        and {by_name[lk["a"]]["group"], by_name[lk["b"]]["group"]} == {0, 1})
-            owner, gport = ((link["a"], link["a_port"]) if by_name[link["a"]]["group"] == 0
-                            else (link["b"], link["b_port"]))
+            owner, gport = global_link_0_to_1(fab)
             src = next(h["name"] for h in fab.hosts if h["switch"] == owner)
             dst = next(h["name"] for h in fab.hosts if h["group"] == 1)
             br = fab.sw_short[owner]
@@ -231,17 +236,11 @@ class QcnswTests(unittest.TestCase):
             t(f"up, synced, agent ready {fn.timings}", self.t0)
             procs = list(fn.procs)
             fab = fn.fabric
-            by_name = {sw["name"]: sw for sw in fab.switches}
             flows = traffic.pattern(fab, "adv+1", 1)
             # Group 0's traffic goes to group 1: the switch owning the 0-1 global link
             # (`owner`, port `gport`) is its minimal path; the other switch of group 0 reaches
             # it over its local port `lport` (its minimal port towards group 1).
-            link = next(lk for lk in fab.links if lk["class"] == "global"
-                        and {by_name[lk["a"]]["group"], by_name[lk["b"]]["group"]} == {0, 1})
-            if by_name[link["a"]]["group"] == 0:
-                owner, gport = link["a"], link["a_port"]
-            else:
-                owner, gport = link["b"], link["b_port"]
+            owner, gport = global_link_0_to_1(fab)
             other = next(sw["name"] for sw in fab.switches
                          if sw["group"] == 0 and sw["name"] != owner)
             local = next(lk for lk in fab.links if {lk["a"], lk["b"]} == {owner, other})
