@@ -5,6 +5,9 @@
 //! origin) and returns what to do, so the agent's I/O shell, the unit tests and the fabric
 //! simulator run exactly the same code (DESIGN §5, STYLE "quinn").
 //!
+//! - [`switch_core`]: one switch's decision points, policy and installed weights, and the glue
+//!   from a CNM or a congestion sample to a weight write — what the session and the simulator
+//!   both drive.
 //! - [`policy`]: the QCN-SW reaction point — per fabric port, the probability P(p) of routing new
 //!   inter-group traffic minimally; variants base / source processing / feedback comparison /
 //!   combined, update policies AIMD / AIAD / MIMD / MIAD.
@@ -25,6 +28,7 @@ pub mod policy;
 pub mod qdisc;
 pub mod runtime;
 pub mod session;
+pub mod switch_core;
 pub mod weights;
 
 /// An OpenFlow port number.
@@ -32,4 +36,5 @@ pub type PortNo = u32;
 
 pub use config::{AgentConfig, ConfigError};
 pub use policy::{Effects, Event, Policy};
+pub use switch_core::SwitchCore;
 pub use weights::{DecisionPoint, GroupWrite, WeightPlanner};

@@ -132,7 +132,7 @@ pub enum GroupSkip {
 
 /// Everything learned from one read of the switch's groups and flows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Plan {
+pub struct LearnedPlan {
     /// Decision points by group id.
     pub groups: BTreeMap<u32, LearnedGroup>,
     /// Fabric ports: in some decision point's buckets or in a transit flow's outputs.
@@ -148,11 +148,11 @@ pub struct Plan {
     pub skipped: Vec<(u32, GroupSkip)>,
 }
 
-impl Plan {
+impl LearnedPlan {
     /// Learns the plan from a GROUP_DESC reply and the controller's flows of the inject and
     /// transit tables (flows of other tables or cookies are ignored).
-    pub fn learn(conv: &PlanConventions, groups: &[GroupDesc], flows: &[FlowStats]) -> Plan {
-        let mut plan = Plan::default();
+    pub fn learn(conv: &PlanConventions, groups: &[GroupDesc], flows: &[FlowStats]) -> LearnedPlan {
+        let mut plan = LearnedPlan::default();
         for g in groups {
             match learn_group(conv, g) {
                 Ok(lg) => {
@@ -219,7 +219,7 @@ impl Plan {
     }
 
     /// Whether `other` differs from `self` in anything but weights.
-    pub fn same_structure(&self, other: &Plan) -> bool {
+    pub fn same_structure(&self, other: &LearnedPlan) -> bool {
         self.fabric_ports == other.fabric_ports
             && self.minimal_port_by_dest_group == other.minimal_port_by_dest_group
             && self.groups.len() == other.groups.len()
@@ -366,7 +366,7 @@ mod tests {
                 vec![Action::Group(1005)],
             ),
         ];
-        let plan = Plan::learn(&conv, &groups, &flows);
+        let plan = LearnedPlan::learn(&conv, &groups, &flows);
         assert_eq!(plan.groups.len(), 2);
         let g = &plan.groups[&1005];
         assert_eq!(
@@ -398,9 +398,9 @@ mod tests {
     #[test]
     fn structure_ignores_weights() {
         let conv = PlanConventions::default();
-        let a = Plan::learn(&conv, &[select(1003, &[(3, 255), (4, 0), (3, 1)])], &[]);
-        let b = Plan::learn(&conv, &[select(1003, &[(3, 100), (4, 155), (3, 1)])], &[]);
-        let c = Plan::learn(&conv, &[select(1003, &[(3, 100), (5, 155), (3, 1)])], &[]);
+        let a = LearnedPlan::learn(&conv, &[select(1003, &[(3, 255), (4, 0), (3, 1)])], &[]);
+        let b = LearnedPlan::learn(&conv, &[select(1003, &[(3, 100), (4, 155), (3, 1)])], &[]);
+        let c = LearnedPlan::learn(&conv, &[select(1003, &[(3, 100), (5, 155), (3, 1)])], &[]);
         assert!(a.same_structure(&b));
         assert!(!a.same_structure(&c));
         let lg = &a.groups[&1003];

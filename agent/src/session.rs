@@ -10,7 +10,7 @@
 //!    `controller(id=…)` actions carrying that id), ROLE_REQUEST EQUAL (optional: a rejection
 //!    is counted and tolerated, the agent writes groups as EQUAL or as the default role, which on
 //!    OVS is also EQUAL), PORT_DESC, then a *plan read*: GROUP_DESC + FLOW_STATS (cookie-masked).
-//! 2. The plan read is learned ([`Plan::learn`]). A switch without decision points yet is
+//! 2. The plan read is learned ([`LearnedPlan::learn`]). A switch without decision points yet is
 //!    *waiting for the plan*, not an error: the read is repeated every `plan_refresh_period`.
 //!    The read is also repeated periodically, after a GROUP_MOD error, and after a PORT_STATUS,
 //!    so the agent follows the controller's changes and resyncs.
@@ -22,8 +22,10 @@
 //!    [`WeightPlanner`]; its writes become GROUP_MOD MODIFY messages that keep every bucket's
 //!    actions and watch port/group and change only the weights.
 //!
-//! The [`Policy`] and the planner outlive connections: P and the write history survive a
-//! reconnect; a relearned group whose structure is unchanged keeps its P.
+//! Everything between a CNM or a congestion sample and a weight write is the [`SwitchCore`]'s;
+//! the session only turns OpenFlow messages into its inputs and its writes into GROUP_MODs
+//! ([`Session::poll_transmit`]). The core outlives connections: P and the write history survive
+//! a reconnect; a relearned group whose structure is unchanged keeps its P.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -41,14 +43,13 @@ use fabricflow_proto::openflow::packet::{PacketIn, PacketOut};
 use fabricflow_proto::openflow::port::{OFPP_CONTROLLER, OFPP_TABLE};
 use fabricflow_proto::openflow::switch::ControllerRole;
 use fabricflow_proto::openflow::symmetric::ErrorType;
-use fabricflow_proto::select_weights::p_minimal_from_weights;
 use fabricflow_proto::MacAddr;
 use serde::Serialize;
 
 use crate::config::{AgentConfig, ByteCounter, ConfigError};
-use crate::plan::{host_group, Plan, PlanConventions};
-use crate::policy::{Effects, Event, Policy};
-use crate::weights::{GroupWrite, WeightPlanner};
+use crate::plan::{LearnedPlan, PlanConventions};
+use crate::policy::Policy;
+use crate::switch_core::{CnmRoute, CongestionSample, Culprit, Learned, SwitchCore};
 use crate::PortNo;
 
 /// How the session talks to its switch (the `[runtime]` section, see [`crate::config`]).
@@ -136,7 +137,7 @@ impl DropReason {
 /// 802.1Qau CNM. Returns the port to charge — the arrival port: CNMs travel back minimally, so
 /// the port a CNM arrives on is the port the culprit flow left by (DESIGN §5, the policy's
 /// `CnmReceived`) — and the parsed CNM.
-pub fn check_cnm(plan: Option<&Plan>, pi: &PacketIn) -> Result<(PortNo, Cnm), DropReason> {
+pub fn check_cnm(plan: Option<&LearnedPlan>, pi: &PacketIn) -> Result<(PortNo, Cnm), DropReason> {
     let plan = plan.ok_or(DropReason::NoPlan)?;
     let port = pi.in_port().ok_or(DropReason::NoInPort)?;
     if !plan.is_fabric_port(port) {
@@ -216,6 +217,7 @@ enum Pending {
 #[derive(Debug, Default)]
 struct Round {
     id: u64,
+    /// The core's write sequence when the read was sent.
     write_seq: u64,
     groups: Option<Vec<fabricflow_proto::openflow::multipart::GroupDesc>>,
     flows: Option<Vec<fabricflow_proto::openflow::multipart::FlowStats>>,
@@ -281,9 +283,7 @@ pub struct GroupStatus {
 #[derive(Debug)]
 pub struct Session {
     cfg: SessionConfig,
-    policy: Policy,
-    planner: WeightPlanner,
-    plan: Option<Plan>,
+    core: SwitchCore,
     connected: bool,
     xid: u32,
     outbox: Vec<Message>,
@@ -291,8 +291,6 @@ pub struct Session {
     assembler: MultipartAssembler,
     round: Option<Round>,
     round_seq: u64,
-    write_seq: u64,
-    last_write_seq: HashMap<u32, u64>,
     tx_bytes: HashMap<PortNo, u64>,
     /// Last bucket-0 byte count read per decision point.
     bucket_bytes: HashMap<u32, u64>,
@@ -301,24 +299,19 @@ pub struct Session {
     ports: BTreeMap<PortNo, PortInfo>,
     datapath_id: Option<u64>,
     role: RoleState,
-    seeded: BTreeSet<u32>,
     next_stats_ns: u64,
     next_refresh_ns: u64,
     next_tick_ns: u64,
     counters: SessionCounters,
     plan_changed: bool,
-    effects: Effects,
-    writes: Vec<GroupWrite>,
 }
 
 impl Session {
     /// A session with the policy/weights constants of `agent` and the I/O settings of `cfg`.
     pub fn new(cfg: SessionConfig, agent: &AgentConfig) -> Result<Self, ConfigError> {
         Ok(Session {
-            policy: Policy::new(agent.policy.clone(), [])?,
-            planner: WeightPlanner::new(agent.weights.clone())?,
+            core: SwitchCore::new(agent.policy.clone(), agent.weights.clone())?,
             cfg,
-            plan: None,
             connected: false,
             xid: 0,
             outbox: Vec::new(),
@@ -326,22 +319,17 @@ impl Session {
             assembler: MultipartAssembler::with_limit(1 << 20),
             round: None,
             round_seq: 0,
-            write_seq: 0,
-            last_write_seq: HashMap::new(),
             tx_bytes: HashMap::new(),
             bucket_bytes: HashMap::new(),
             bucket_zeroed: BTreeSet::new(),
             ports: BTreeMap::new(),
             datapath_id: None,
             role: RoleState::Unknown,
-            seeded: BTreeSet::new(),
             next_stats_ns: 0,
             next_refresh_ns: 0,
             next_tick_ns: 0,
             counters: SessionCounters::default(),
             plan_changed: false,
-            effects: Effects::new(),
-            writes: Vec::new(),
         })
     }
 
@@ -401,11 +389,14 @@ impl Session {
     }
 
     fn start_plan_read(&mut self, now_ns: u64) {
+        // Writes the core has produced go out before the read, so that the reply reflects
+        // every write numbered up to `write_seq`.
+        self.transmit_writes();
         self.round_seq += 1;
         let id = self.round_seq;
         self.round = Some(Round {
             id,
-            write_seq: self.write_seq,
+            write_seq: self.core.write_seq(),
             ..Round::default()
         });
         self.request(Pending::GroupDesc(id), Message::group_desc_request);
@@ -421,8 +412,10 @@ impl Session {
         self.next_refresh_ns = now_ns.saturating_add(self.cfg.plan_refresh_period_ns);
     }
 
-    /// Messages to send, in order (drains the queue).
+    /// Messages to send, in order (drains the queue; the core's weight writes become
+    /// GROUP_MODs here).
     pub fn poll_transmit(&mut self) -> std::vec::Drain<'_, Message> {
+        self.transmit_writes();
         self.outbox.drain(..)
     }
 
@@ -435,7 +428,7 @@ impl Session {
             .next_stats_ns
             .min(self.next_refresh_ns)
             .min(self.next_tick_ns);
-        if let Some(p) = self.planner.next_deadline_ns() {
+        if let Some(p) = self.core.next_deadline_ns() {
             t = t.min(p);
         }
         Some(t)
@@ -448,10 +441,10 @@ impl Session {
         }
         if now_ns >= self.next_tick_ns {
             self.next_tick_ns = now_ns.saturating_add(self.cfg.tick_period_ns);
-            self.feed(Event::Tick, now_ns);
+            self.core.on_tick(now_ns);
+        } else {
+            self.core.on_timer(now_ns);
         }
-        self.planner.tick(now_ns, &mut self.writes);
-        self.flush_writes();
         if now_ns >= self.next_stats_ns {
             self.next_stats_ns = now_ns.saturating_add(self.cfg.port_stats_period_ns);
             let (kind, build): (Pending, fn(u32) -> Message) = match self.cfg.byte_counter {
@@ -462,7 +455,7 @@ impl Session {
                     Message::group_stats_request(x, OFPG_ALL)
                 }),
             };
-            if self.plan.is_some() && !self.pending.values().any(|p| *p == kind) {
+            if self.core.plan().is_some() && !self.pending.values().any(|p| *p == kind) {
                 self.request(kind, build);
             }
         }
@@ -595,98 +588,27 @@ impl Session {
         };
         let groups = round.groups.unwrap_or_default();
         let flows = round.flows.unwrap_or_default();
-        let plan = Plan::learn(&self.cfg.plan, &groups, &flows);
+        let plan = LearnedPlan::learn(&self.cfg.plan, &groups, &flows);
         self.counters.plan_reads += 1;
         self.apply_plan(plan, round.write_seq, now_ns);
     }
 
-    fn apply_plan(&mut self, plan: Plan, round_write_seq: u64, now_ns: u64) {
-        let changed = match &self.plan {
-            None => true,
-            Some(old) => !old.same_structure(&plan),
-        };
-        if plan.is_empty() {
-            if changed {
-                tracing::info!("no decision point on the switch yet: waiting for the plan");
-                self.counters.plan_changes += 1;
-                self.plan_changed = true;
-            }
-            // Keep P and the planner: the controller may be in the middle of a resync.
-            self.plan = Some(plan);
-            return;
-        }
+    fn apply_plan(&mut self, plan: LearnedPlan, round_write_seq: u64, now_ns: u64) {
         for (id, why) in &plan.skipped {
             tracing::debug!(group_id = id, ?why, "group is not a decision point");
         }
-        if changed {
-            self.counters.plan_changes += 1;
-            self.plan_changed = true;
-            self.policy
-                .set_fabric_ports(plan.fabric_ports.iter().copied());
-            let candidates: Vec<(PortNo, Vec<PortNo>)> = plan
-                .groups
-                .values()
-                .map(|g| (g.dp.minimal_port, g.candidate_ports()))
-                .collect();
-            self.policy
-                .set_candidates(candidates.iter().map(|(p, c)| (*p, c.as_slice())));
-            let gone: Vec<u32> = self
-                .planner
-                .groups()
-                .map(|dp| dp.group_id)
-                .filter(|id| !plan.groups.contains_key(id))
-                .collect();
-            for id in gone {
-                let _ = self.planner.remove_group(id);
+        let (groups, fabric_ports) = (plan.groups.len(), plan.fabric_ports.clone());
+        match self.core.learn(plan, round_write_seq, now_ns) {
+            Learned::Unchanged => {}
+            Learned::Empty => {
+                tracing::info!("no decision point on the switch yet: waiting for the plan");
+                self.plan_changed = true;
             }
-            tracing::info!(
-                groups = plan.groups.len(),
-                fabric_ports = ?plan.fabric_ports,
-                "plan learned"
-            );
-        }
-        let mut plan = plan;
-        for (id, g) in &mut plan.groups {
-            let found = g.weights();
-            let known = self.planner.groups().find(|dp| dp.group_id == *id).copied();
-            let written_since = self
-                .last_write_seq
-                .get(id)
-                .is_some_and(|&s| s > round_write_seq);
-            if written_since {
-                // The read predates our last write: the planner knows better.
-                if let Some(w) = self.planner.installed(*id).map(<[u16]>::to_vec) {
-                    for (b, w) in g.buckets.iter_mut().zip(w) {
-                        b.weight = w;
-                    }
-                }
-                continue;
-            }
-            let same = known == Some(g.dp)
-                && self
-                    .planner
-                    .installed(*id)
-                    .is_some_and(|w| w == found.as_slice());
-            if same {
-                continue;
-            }
-            if self.planner.add_group(g.dp, Some(found.clone())).is_err() {
-                continue;
-            }
-            let port = g.dp.minimal_port;
-            if self.seeded.insert(*id) {
-                // First sight in this process: continue from the installed split.
-                if let Some(p) = p_minimal_from_weights(&found) {
-                    self.policy.set_p_percent(port, p);
-                }
-            }
-            if let Some(p) = self.policy.p_percent(port) {
-                self.planner
-                    .on_probability(port, p, now_ns, &mut self.writes);
+            Learned::Changed => {
+                self.plan_changed = true;
+                tracing::info!(groups, ?fabric_ports, "plan learned");
             }
         }
-        self.plan = Some(plan);
-        self.flush_writes();
     }
 
     fn on_port_stats(&mut self, stats: &[PortStats], now_ns: u64) {
@@ -694,24 +616,17 @@ impl Session {
         for s in stats {
             let prev = self.tx_bytes.insert(s.port_no, s.tx_bytes);
             let fabric = self
-                .plan
-                .as_ref()
+                .core
+                .plan()
                 .is_some_and(|p| p.is_fabric_port(s.port_no));
             if let (Some(prev), true) = (prev, fabric) {
                 // A counter that went backwards (port re-created) restarts the delta.
                 let bytes = s.tx_bytes.saturating_sub(prev);
                 if bytes > 0 {
-                    self.feed(
-                        Event::BytesSent {
-                            port: s.port_no,
-                            bytes,
-                        },
-                        now_ns,
-                    );
+                    self.core.on_bytes(s.port_no, bytes, now_ns);
                 }
             }
         }
-        self.flush_writes();
     }
 
     /// Bucket-0 deltas of the decision points become `BytesSent` for their minimal ports.
@@ -722,8 +637,8 @@ impl Session {
         self.counters.group_stats_replies += 1;
         for s in stats {
             let Some(port) = self
-                .plan
-                .as_ref()
+                .core
+                .plan()
                 .and_then(|p| p.groups.get(&s.group_id))
                 .map(|g| g.dp.minimal_port)
             else {
@@ -748,25 +663,14 @@ impl Session {
                 None => 0,
             };
             if bytes > 0 {
-                self.feed(Event::BytesSent { port, bytes }, now_ns);
+                self.core.on_bytes(port, bytes, now_ns);
             }
         }
-        self.flush_writes();
     }
 
     fn on_packet_in(&mut self, pi: &PacketIn, now_ns: u64) {
-        match check_cnm(self.plan.as_ref(), pi) {
-            Ok((port, cnm)) => {
-                self.counters.cnm_received += 1;
-                self.feed(
-                    Event::CnmReceived {
-                        port,
-                        qntz_fb: cnm.qntz_fb,
-                    },
-                    now_ns,
-                );
-                self.flush_writes();
-            }
+        match check_cnm(self.core.plan(), pi) {
+            Ok((port, cnm)) => self.core.on_cnm(port, cnm.qntz_fb, now_ns),
             Err(why) => {
                 let n = self.counters.cnm_dropped.entry(why).or_insert(0);
                 *n = n.saturating_add(1);
@@ -775,42 +679,28 @@ impl Session {
         }
     }
 
-    /// The emulated congestion point built `frame`, a CNM to the source of a frame sampled on
-    /// this switch's port `egress_port` whose destination was `culprit_dst`: it is injected into
+    /// The emulated congestion point built `frame`, a CNM for the culprit of a frame it sampled
+    /// on this switch's port `egress_port`. The [`SwitchCore`] decides what it means (own
+    /// feedback, source processing, own-host suppression); a CNM for the fabric is injected into
     /// the pipeline (PACKET_OUT, in_port = `cnm_inject_in_port`, output:TABLE) so the fabric
-    /// carries it back to the source switch — unless that source is a host of this switch (the
-    /// switch is the reaction point; the host would only drop it). With source processing the
-    /// local policy is also charged — on this switch's minimal port towards the culprit's
-    /// destination group, and only for other-group destinations (those the inject table sends
-    /// to a decision point).
-    /// The congestion itself is recorded against `egress_port` ([`Event::CongestionObserved`]).
+    /// carries it back to the culprit's switch.
     pub fn inject_cnm(
         &mut self,
         frame: Vec<u8>,
         egress_port: PortNo,
-        culprit_dst: MacAddr,
+        culprit: Culprit,
         qntz_fb: u8,
         now_ns: u64,
     ) {
         if !self.connected {
             return;
         }
-        self.feed(
-            Event::CongestionObserved {
-                port: egress_port,
-                qntz_fb,
-            },
-            now_ns,
-        );
-        self.counters.cnm_generated += 1;
-        let to_own_host = frame.first_chunk::<6>().is_some_and(|d| {
-            self.plan
-                .as_ref()
-                .is_some_and(|p| p.local_hosts.contains(&MacAddr(*d)))
-        });
-        if to_own_host {
-            self.counters.cnm_to_own_host += 1;
-        } else {
+        let sample = CongestionSample {
+            port: egress_port,
+            qntz_fb,
+            culprit,
+        };
+        if self.core.on_congestion(&sample, now_ns) == CnmRoute::Fabric {
             let xid = self.next_xid();
             let out = PacketOut::new(
                 self.cfg.cnm_inject_in_port,
@@ -822,49 +712,21 @@ impl Session {
             );
             self.outbox.push(Message::packet_out(xid, out));
         }
-        let port = host_group(culprit_dst).and_then(|g| {
-            self.plan
-                .as_ref()
-                .and_then(|p| p.minimal_port_by_dest_group.get(&g).copied())
-        });
-        if let Some(port) = port {
-            if self.policy.config().variant.source_processing() {
-                self.counters.cnm_generated_charged += 1;
-            }
-            self.feed(
-                Event::CnmGenerated {
-                    minimal_port_towards_culprit: port,
-                    qntz_fb,
-                },
-                now_ns,
-            );
-            self.flush_writes();
-        }
     }
 
-    fn feed(&mut self, event: Event, now_ns: u64) {
-        self.policy.handle_into(event, now_ns, &mut self.effects);
-        for c in self.effects.changes() {
-            tracing::trace!(port = c.port, old = c.old_percent, new = c.new_percent, cause = ?c.cause, "P changed");
-            self.planner
-                .on_probability(c.port, c.new_percent, now_ns, &mut self.writes);
-        }
-    }
-
-    fn flush_writes(&mut self) {
-        let writes = std::mem::take(&mut self.writes);
-        for w in &writes {
-            let Some(g) = self
-                .plan
-                .as_mut()
-                .and_then(|p| p.groups.get_mut(&w.group_id))
+    /// The core's weight writes as GROUP_MOD MODIFYs that keep every bucket's actions and watch
+    /// port/group (preceded, with the minimal-bucket byte counter, by a read of the group's
+    /// counters, which the MODIFY zeroes on OVS).
+    fn transmit_writes(&mut self) {
+        while let Some(w) = self.core.poll_write() {
+            let Some(buckets) = self
+                .core
+                .plan()
+                .and_then(|p| p.groups.get(&w.group_id))
+                .map(|g| g.with_weights(&w.weights))
             else {
                 continue;
             };
-            let buckets = g.with_weights(&w.weights);
-            g.buckets.clone_from(&buckets);
-            self.write_seq += 1;
-            self.last_write_seq.insert(w.group_id, self.write_seq);
             self.counters.group_mods_sent += 1;
             let group_id = w.group_id;
             if self.cfg.byte_counter == ByteCounter::MinimalBucket {
@@ -876,8 +738,6 @@ impl Session {
                 Message::group_mod(x, GroupMod::modify_select(group_id, buckets))
             });
         }
-        self.writes = writes;
-        self.writes.clear();
         // GROUP_MODs succeed silently; forget them after a while so `pending` stays small.
         if self.pending.len() > 4096 {
             self.pending
@@ -892,13 +752,18 @@ impl Session {
     }
 
     /// The learned plan, if any.
-    pub fn plan(&self) -> Option<&Plan> {
-        self.plan.as_ref()
+    pub fn plan(&self) -> Option<&LearnedPlan> {
+        self.core.plan()
     }
 
     /// The policy (P per port).
     pub fn policy(&self) -> &Policy {
-        &self.policy
+        self.core.policy()
+    }
+
+    /// The switch core.
+    pub fn core(&self) -> &SwitchCore {
+        &self.core
     }
 
     /// The ports the switch described.
@@ -913,43 +778,53 @@ impl Session {
             .map(|d| MacAddr::from_u64(d & 0xffff_ffff_ffff))
     }
 
-    /// Counters.
-    pub fn counters(&self) -> &SessionCounters {
-        &self.counters
+    /// Counters (the session's and the core's).
+    pub fn counters(&self) -> SessionCounters {
+        let c = self.core.counters();
+        SessionCounters {
+            cnm_received: c.cnm_received,
+            cnm_generated: c.cnm_generated,
+            cnm_generated_charged: c.cnm_generated_charged,
+            cnm_to_own_host: c.cnm_to_own_host,
+            plan_changes: c.plan_changes,
+            ..self.counters.clone()
+        }
     }
 
     /// A snapshot for the API.
     pub fn status(&self) -> SessionStatus {
         SessionStatus {
             connected: self.connected,
-            plan_ready: self.plan.as_ref().is_some_and(|p| !p.is_empty()),
+            plan_ready: self.core.plan().is_some_and(|p| !p.is_empty()),
             datapath_id: self.datapath_id,
             role: self.connected.then_some(self.role),
             ports: self
-                .policy
+                .policy()
                 .probabilities()
                 .map(|(port, p)| PortStatus {
                     port,
                     p_percent: p,
-                    last_fb: self.policy.last_fb(port).unwrap_or(0),
+                    last_fb: self.policy().last_fb(port).unwrap_or(0),
                 })
                 .collect(),
             groups: self
-                .planner
+                .core
+                .weights()
                 .groups()
                 .map(|dp| GroupStatus {
                     group_id: dp.group_id,
                     minimal_port: dp.minimal_port,
                     weights: self
-                        .planner
+                        .core
+                        .weights()
                         .installed(dp.group_id)
                         .map(<[u16]>::to_vec)
                         .unwrap_or_default(),
-                    pending: self.planner.is_pending(dp.group_id),
+                    pending: self.core.weights().is_pending(dp.group_id),
                 })
                 .collect(),
-            fb_avg: self.policy.fb_avg(),
-            counters: self.counters.clone(),
+            fb_avg: self.policy().fb_avg(),
+            counters: self.counters(),
         }
     }
 }

@@ -101,14 +101,22 @@ struct GroupState {
     /// The latest probability of the minimal port.
     p_percent: f64,
     last_write_ns: Option<u64>,
+    /// The planner's write sequence number of this group's last write (0: never written).
+    written_seq: u64,
     pending: bool,
 }
 
-/// Decides, per group, when to write new weights. Pure: driven by probabilities and time.
+/// Decides, per group, when to write new weights, and is the one record of the weights the
+/// switch holds (as last written or found). Pure: driven by probabilities and time.
+///
+/// Every write gets the next number of a sequence ([`write_seq`](Self::write_seq)): a reader of
+/// the switch's groups notes the number when it sends its request, and a group written after
+/// that ([`written_after`](Self::written_after)) is not to be believed from the reply.
 #[derive(Debug, Clone)]
 pub struct WeightPlanner {
     cfg: WeightsConfig,
     groups: Vec<GroupState>,
+    seq: u64,
 }
 
 impl WeightPlanner {
@@ -118,6 +126,7 @@ impl WeightPlanner {
         Ok(WeightPlanner {
             cfg,
             groups: Vec::new(),
+            seq: 0,
         })
     }
 
@@ -145,15 +154,16 @@ impl WeightPlanner {
             .groups
             .iter()
             .position(|g| g.dp.group_id == dp.group_id);
-        let last_write_ns = prev
+        let (last_write_ns, written_seq) = prev
             .and_then(|i| self.groups.get(i))
-            .and_then(|g| g.last_write_ns);
+            .map_or((None, 0), |g| (g.last_write_ns, g.written_seq));
         let state = GroupState {
             dp,
             interval_ns,
             installed,
             p_percent: P_MAX_PERCENT,
             last_write_ns,
+            written_seq,
             pending: false,
         };
         match prev.and_then(|i| self.groups.get_mut(i)) {
@@ -186,7 +196,7 @@ impl WeightPlanner {
         let min_change = self.cfg.min_change_quanta;
         for g in self.groups.iter_mut().filter(|g| g.dp.minimal_port == port) {
             g.p_percent = p_percent;
-            evaluate(g, min_change, now_ns, out);
+            evaluate(g, min_change, now_ns, &mut self.seq, out);
         }
     }
 
@@ -194,7 +204,7 @@ impl WeightPlanner {
     pub fn tick(&mut self, now_ns: u64, out: &mut Vec<GroupWrite>) {
         let min_change = self.cfg.min_change_quanta;
         for g in self.groups.iter_mut().filter(|g| g.pending) {
-            evaluate(g, min_change, now_ns, out);
+            evaluate(g, min_change, now_ns, &mut self.seq, out);
         }
     }
 
@@ -208,6 +218,16 @@ impl WeightPlanner {
                     .map_or(0, |t| t.saturating_add(g.interval_ns))
             })
             .min()
+    }
+
+    /// The number of the latest write (0 before the first).
+    pub fn write_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Whether `group_id` was written after write number `seq`.
+    pub fn written_after(&self, group_id: u32, seq: u64) -> bool {
+        self.group(group_id).is_some_and(|g| g.written_seq > seq)
     }
 
     /// The weights last written (or found installed) for a group.
@@ -239,7 +259,13 @@ fn max_move(a: &[u16], b: &[u16]) -> u16 {
         .unwrap_or(0)
 }
 
-fn evaluate(g: &mut GroupState, min_change: u16, now_ns: u64, out: &mut Vec<GroupWrite>) {
+fn evaluate(
+    g: &mut GroupState,
+    min_change: u16,
+    now_ns: u64,
+    seq: &mut u64,
+    out: &mut Vec<GroupWrite>,
+) {
     let desired = weights(g.p_percent, g.dp.n_nonminimal);
     debug_assert_eq!(
         desired.iter().map(|&w| u32::from(w)).sum::<u32>(),
@@ -261,6 +287,8 @@ fn evaluate(g: &mut GroupState, min_change: u16, now_ns: u64, out: &mut Vec<Grou
     }
     g.installed.clone_from(&desired);
     g.last_write_ns = Some(now_ns);
+    *seq += 1;
+    g.written_seq = *seq;
     g.pending = false;
     out.push(GroupWrite {
         group_id: g.dp.group_id,

@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fabricflow_proto::cnm::{Cnm, Cpid};
-use fabricflow_proto::ethernet::{ethertype, EthernetView};
+use fabricflow_proto::ethernet::EthernetView;
 use fabricflow_proto::MacAddr;
 use nix::errno::Errno;
 use nix::sys::socket::{
@@ -53,6 +53,7 @@ use crate::config::AgentConfig;
 use crate::cp::{CongestionPoint, SourceCensus};
 use crate::plan::host_group;
 use crate::qdisc::{get_root_qdisc_request, parse_root_backlog, QueueStats};
+use crate::switch_core::Culprit;
 use crate::PortNo;
 
 /// `PACKET_OUTGOING` (linux/if_packet.h).
@@ -74,8 +75,8 @@ pub struct CpPort {
 pub struct GeneratedCnm {
     /// The complete CNM frame.
     pub frame: Vec<u8>,
-    /// DA of the sampled frame (the congested destination).
-    pub culprit_dst: MacAddr,
+    /// The sampled frame's source and destination.
+    pub culprit: Culprit,
     /// QntzFb carried.
     pub qntz_fb: u8,
     /// The congested port.
@@ -340,24 +341,26 @@ pub fn spawn(
                 } else {
                     (false, 0)
                 };
-                let cnm = culprit(frame).filter(|_| admitted).and_then(|dst| {
-                    let cpid = Cpid::new(switch_mac, u16::try_from(p.port).unwrap_or(u16::MAX));
-                    Cnm::for_sampled_frame(
-                        frame,
-                        switch_mac,
-                        cpid,
-                        fb.qntz_fb,
-                        fb.cnm_q_offset(),
-                        fb.cnm_q_delta(),
-                    )
-                    .ok()
-                    .map(|f| GeneratedCnm {
-                        frame: f.to_vec(),
-                        culprit_dst: dst,
-                        qntz_fb: fb.qntz_fb,
-                        port: p.port,
-                    })
-                });
+                let cnm = Culprit::of_frame(frame)
+                    .filter(|_| admitted)
+                    .and_then(|culprit| {
+                        let cpid = Cpid::new(switch_mac, u16::try_from(p.port).unwrap_or(u16::MAX));
+                        Cnm::for_sampled_frame(
+                            frame,
+                            switch_mac,
+                            cpid,
+                            fb.qntz_fb,
+                            fb.cnm_q_offset(),
+                            fb.cnm_q_delta(),
+                        )
+                        .ok()
+                        .map(|f| GeneratedCnm {
+                            frame: f.to_vec(),
+                            culprit,
+                            qntz_fb: fb.qntz_fb,
+                            port: p.port,
+                        })
+                    });
                 let sent = cnm.map(|c| tx.try_send(c).is_ok());
                 if let Ok(mut s) = status2.lock() {
                     s.frames_seen += 1;
@@ -483,14 +486,6 @@ fn bpf_outgoing_on(ifindexes: &[u32]) -> Option<Vec<(u16, u8, u8, u32)>> {
 
 /// The destination of a sampled frame if it may be sent a CNM: sent by a host of the plan
 /// (`02:00:…` source) and not a CNM itself.
-fn culprit(frame: &[u8]) -> Option<MacAddr> {
-    let v = EthernetView::new_checked(frame).ok()?;
-    if v.ethertype() == ethertype::CNM || host_group(v.src()).is_none() {
-        return None;
-    }
-    Some(v.dst())
-}
-
 /// The source of a frame a host sent (source MAC in the `02:00` plan): what the census counts.
 fn host_source(frame: &[u8]) -> Option<MacAddr> {
     let src = EthernetView::new_checked(frame).ok()?.src();
@@ -541,19 +536,5 @@ mod tests {
         }
         assert!(bpf_outgoing_on(&(0..251).collect::<Vec<u32>>()).is_none());
         assert_eq!(outgoing_on(&[1, 2]).unwrap().len(), 7);
-    }
-
-    #[test]
-    fn only_host_frames_that_are_not_cnms_are_culprits() {
-        let mut f = vec![0u8; 60];
-        f[..6].copy_from_slice(&[2, 0, 0, 7, 0, 1]);
-        f[6..12].copy_from_slice(&[2, 0, 0, 1, 0, 1]);
-        f[12..14].copy_from_slice(&[0x08, 0x00]);
-        assert_eq!(culprit(&f), Some(MacAddr([2, 0, 0, 7, 0, 1])));
-        f[12..14].copy_from_slice(&[0x22, 0xe7]);
-        assert_eq!(culprit(&f), None);
-        f[12..14].copy_from_slice(&[0x08, 0x00]);
-        f[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 1]);
-        assert_eq!(culprit(&f), None);
     }
 }

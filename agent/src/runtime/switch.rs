@@ -200,7 +200,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 session.on_timer(now_ns());
             }
             Some(c) = cnm_rx.recv() => {
-                session.inject_cnm(c.frame, c.port, c.culprit_dst, c.qntz_fb, now_ns());
+                session.inject_cnm(c.frame, c.port, c.culprit, c.qntz_fb, now_ns());
             }
             _ = stop.changed() => return Ok(()),
         }

@@ -126,6 +126,13 @@ fn cnm_frame_to(source: &str, qntz_fb: u8) -> Vec<u8> {
         .to_vec()
 }
 
+fn culprit(src: &str, dst: &str) -> Culprit {
+    Culprit {
+        src: src.parse().unwrap(),
+        dst: dst.parse().unwrap(),
+    }
+}
+
 fn packet_in(port: u32, data: Vec<u8>) -> Message {
     Message::new(
         77,
@@ -437,7 +444,7 @@ fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
     s.inject_cnm(
         frame.clone(),
         4,
-        "02:00:00:07:00:01".parse().unwrap(),
+        culprit("02:00:00:01:00:01", "02:00:00:07:00:01"),
         40,
         2 * MS,
     );
@@ -463,7 +470,13 @@ fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
     assert!(s.policy().p_percent(3).unwrap() < 100.0);
     assert_eq!(s.counters().cnm_generated_charged, 1);
     // Same-group culprit (not in the inject table): injected, not charged.
-    s.inject_cnm(frame, 4, "02:00:00:01:00:02".parse().unwrap(), 40, 3 * MS);
+    s.inject_cnm(
+        frame,
+        4,
+        culprit("02:00:00:01:00:01", "02:00:00:01:00:02"),
+        40,
+        3 * MS,
+    );
     assert_eq!(s.counters().cnm_generated, 2);
     assert_eq!(s.counters().cnm_generated_charged, 1);
     assert_eq!(
@@ -481,7 +494,7 @@ fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
     s.inject_cnm(
         cnm_frame_to(OWN_HOST, 40),
         4,
-        "02:00:00:07:00:01".parse().unwrap(),
+        culprit(OWN_HOST, "02:00:00:07:00:01"),
         40,
         4 * MS,
     );

@@ -1,0 +1,350 @@
+//! The switch core: everything the agent decides for one switch between a congestion signal and
+//! a weight write, with no I/O. The agent's OpenFlow session ([`crate::session`]), its emulated
+//! congestion point (through the session) and the fabric simulator all drive this one type; they
+//! only move bytes and time (STYLE "quinn").
+//!
+//! It holds
+//! - the learned decision points ([`LearnedPlan`]): which SELECT group serves which minimal port,
+//!   its buckets, the fabric ports, the switch's own hosts;
+//! - the QCN-SW [`Policy`] (P per fabric port);
+//! - the [`WeightPlanner`], the one record of the weights the switch holds, whose writes leave
+//!   through [`SwitchCore::poll_write`];
+//! - the glue from a congestion sample of the switch's own congestion point to policy events:
+//!   the congested port's own feedback, own-host suppression, source charging.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use fabricflow_proto::ethernet::{ethertype, EthernetView};
+use fabricflow_proto::select_weights::p_minimal_from_weights;
+use fabricflow_proto::MacAddr;
+
+use crate::config::{ConfigError, PolicyConfig, WeightsConfig};
+use crate::plan::{host_group, LearnedPlan};
+use crate::policy::{Effects, Event, Policy};
+use crate::weights::{GroupWrite, WeightPlanner};
+use crate::PortNo;
+
+/// The frame a congestion point sampled, as far as the reaction needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Culprit {
+    /// The host that sent it (the CNM goes back to it).
+    pub src: MacAddr,
+    /// Where it was going (source processing charges the port towards it).
+    pub dst: MacAddr,
+}
+
+impl Culprit {
+    /// The culprit of a sampled frame: a data frame a host sent (source MAC in the
+    /// `02:00:GG:GG:SS:HH` plan). CNMs and frames of anything but a host are never culprits.
+    pub fn of_frame(frame: &[u8]) -> Option<Culprit> {
+        let v = EthernetView::new_checked(frame).ok()?;
+        if v.ethertype() == ethertype::CNM || host_group(v.src()).is_none() {
+            return None;
+        }
+        Some(Culprit {
+            src: v.src(),
+            dst: v.dst(),
+        })
+    }
+}
+
+/// This switch's congestion point found fabric port `port` congested while sampling a frame of
+/// `culprit`, with quantised |Fb| `qntz_fb`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CongestionSample {
+    /// The congested output port.
+    pub port: PortNo,
+    /// Quantised |Fb| the CNM carries, 0..=63.
+    pub qntz_fb: u8,
+    /// The sampled frame.
+    pub culprit: Culprit,
+}
+
+/// What becomes of the CNM a [`CongestionSample`] calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CnmRoute {
+    /// Into the fabric, back to the culprit's switch.
+    Fabric,
+    /// Nowhere: the culprit is a host of this very switch, which is its reaction point (the host
+    /// would only drop the frame); source processing has charged it here.
+    OwnHost,
+}
+
+/// Counters of the core (monotonic).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CoreCounters {
+    /// CNMs charged to a fabric port.
+    pub cnm_received: u64,
+    /// Congestion samples turned into CNMs.
+    pub cnm_generated: u64,
+    /// Of those, charged locally too (source processing on, culprit bound for another group).
+    pub cnm_generated_charged: u64,
+    /// Of those, for a host of this switch (not injected).
+    pub cnm_to_own_host: u64,
+    /// Weight writes produced.
+    pub writes: u64,
+    /// Learned plans whose structure differed from the previous one.
+    pub plan_changes: u64,
+}
+
+/// What [`SwitchCore::learn`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Learned {
+    /// Same structure as before (weights may have been reconciled).
+    Unchanged,
+    /// New or changed structure.
+    Changed,
+    /// No decision point yet (the controller may be in the middle of a resync).
+    Empty,
+}
+
+/// One switch's decision points, policy and installed weights.
+#[derive(Debug)]
+pub struct SwitchCore {
+    policy: Policy,
+    weights: WeightPlanner,
+    plan: Option<LearnedPlan>,
+    /// Groups whose installed split has set P once in this process.
+    seeded: BTreeSet<u32>,
+    effects: Effects,
+    scratch: Vec<GroupWrite>,
+    writes: VecDeque<GroupWrite>,
+    counters: CoreCounters,
+}
+
+impl SwitchCore {
+    /// A core with no decision point yet.
+    pub fn new(policy: PolicyConfig, weights: WeightsConfig) -> Result<Self, ConfigError> {
+        Ok(SwitchCore {
+            policy: Policy::new(policy, [])?,
+            weights: WeightPlanner::new(weights)?,
+            plan: None,
+            seeded: BTreeSet::new(),
+            effects: Effects::new(),
+            scratch: Vec::new(),
+            writes: VecDeque::new(),
+            counters: CoreCounters::default(),
+        })
+    }
+
+    /// The number of the latest weight write: note it when requesting the switch's groups and
+    /// pass it to [`learn`](Self::learn) with the reply.
+    pub fn write_seq(&self) -> u64 {
+        self.weights.write_seq()
+    }
+
+    /// Takes in the switch's decision points as read when the write sequence stood at
+    /// `read_seq`. A changed structure resets the policy's fabric ports and candidates and
+    /// forgets vanished groups; every group's installed weights are adopted unless it was
+    /// written after the read (then the core's record is newer). A group seen for the first
+    /// time in this process sets its port's P from the installed split, so a restarted agent
+    /// continues where it was. P and the write history survive everything.
+    pub fn learn(&mut self, plan: LearnedPlan, read_seq: u64, now_ns: u64) -> Learned {
+        let changed = self
+            .plan
+            .as_ref()
+            .is_none_or(|old| !old.same_structure(&plan));
+        if plan.is_empty() {
+            if changed {
+                self.counters.plan_changes += 1;
+            }
+            // Keep P and the planner: the controller may be in the middle of a resync.
+            self.plan = Some(plan);
+            return Learned::Empty;
+        }
+        if changed {
+            self.counters.plan_changes += 1;
+            self.policy
+                .set_fabric_ports(plan.fabric_ports.iter().copied());
+            let candidates: Vec<(PortNo, Vec<PortNo>)> = plan
+                .groups
+                .values()
+                .map(|g| (g.dp.minimal_port, g.candidate_ports()))
+                .collect();
+            self.policy
+                .set_candidates(candidates.iter().map(|(p, c)| (*p, c.as_slice())));
+            let gone: Vec<u32> = self
+                .weights
+                .groups()
+                .map(|dp| dp.group_id)
+                .filter(|id| !plan.groups.contains_key(id))
+                .collect();
+            for id in gone {
+                let _ = self.weights.remove_group(id);
+            }
+        }
+        for (id, g) in &plan.groups {
+            if self.weights.written_after(*id, read_seq) {
+                // The read predates our last write: our record is newer.
+                continue;
+            }
+            let found = g.weights();
+            let known = self.weights.groups().find(|dp| dp.group_id == *id).copied();
+            let same = known == Some(g.dp)
+                && self
+                    .weights
+                    .installed(*id)
+                    .is_some_and(|w| w == found.as_slice());
+            if same || self.weights.add_group(g.dp, Some(found.clone())).is_err() {
+                continue;
+            }
+            let port = g.dp.minimal_port;
+            if self.seeded.insert(*id) {
+                if let Some(p) = p_minimal_from_weights(&found) {
+                    self.policy.set_p_percent(port, p);
+                }
+            }
+            if let Some(p) = self.policy.p_percent(port) {
+                self.weights
+                    .on_probability(port, p, now_ns, &mut self.scratch);
+            }
+        }
+        self.plan = Some(plan);
+        self.queue_writes();
+        if changed {
+            Learned::Changed
+        } else {
+            Learned::Unchanged
+        }
+    }
+
+    /// A CNM arrived on fabric port `port` (the caller checked it came from a fabric port): it
+    /// is charged to that port, the one its culprit flow left by (CNMs travel back minimally).
+    pub fn on_cnm(&mut self, port: PortNo, qntz_fb: u8, now_ns: u64) {
+        self.counters.cnm_received += 1;
+        self.feed(Event::CnmReceived { port, qntz_fb }, now_ns);
+    }
+
+    /// `bytes` octets left fabric port `port` since the last report for it.
+    pub fn on_bytes(&mut self, port: PortNo, bytes: u64, now_ns: u64) {
+        self.feed(Event::BytesSent { port, bytes }, now_ns);
+    }
+
+    /// The policy's periodic tick (idle-port increase timer) and due pending writes.
+    pub fn on_tick(&mut self, now_ns: u64) {
+        self.feed(Event::Tick, now_ns);
+        self.on_timer(now_ns);
+    }
+
+    /// Pending writes whose minimum interval has passed (see
+    /// [`next_deadline_ns`](Self::next_deadline_ns)).
+    pub fn on_timer(&mut self, now_ns: u64) {
+        self.weights.tick(now_ns, &mut self.scratch);
+        self.queue_writes();
+    }
+
+    /// When [`on_timer`](Self::on_timer) has a write to release, if any is pending.
+    pub fn next_deadline_ns(&self) -> Option<u64> {
+        self.weights.next_deadline_ns()
+    }
+
+    /// This switch's congestion point calls for a CNM: the congested port keeps the feedback as
+    /// its own (feedback comparison against candidates), source processing charges the minimal
+    /// port towards the culprit's destination group (only other-group destinations have one:
+    /// those are the ones a decision point serves), and the CNM is routed into the fabric unless
+    /// the culprit is a host of this switch.
+    pub fn on_congestion(&mut self, s: &CongestionSample, now_ns: u64) -> CnmRoute {
+        self.feed(
+            Event::CongestionObserved {
+                port: s.port,
+                qntz_fb: s.qntz_fb,
+            },
+            now_ns,
+        );
+        self.counters.cnm_generated += 1;
+        let own_host = self
+            .plan
+            .as_ref()
+            .is_some_and(|p| p.local_hosts.contains(&s.culprit.src));
+        if own_host {
+            self.counters.cnm_to_own_host += 1;
+        }
+        let towards = host_group(s.culprit.dst).and_then(|g| {
+            self.plan
+                .as_ref()
+                .and_then(|p| p.minimal_port_by_dest_group.get(&g).copied())
+        });
+        if let Some(port) = towards {
+            if self.policy.config().variant.source_processing() {
+                self.counters.cnm_generated_charged += 1;
+            }
+            self.feed(
+                Event::CnmGenerated {
+                    minimal_port_towards_culprit: port,
+                    qntz_fb: s.qntz_fb,
+                },
+                now_ns,
+            );
+        }
+        if own_host {
+            CnmRoute::OwnHost
+        } else {
+            CnmRoute::Fabric
+        }
+    }
+
+    /// The next weight write for the switch, oldest first.
+    pub fn poll_write(&mut self) -> Option<GroupWrite> {
+        self.writes.pop_front()
+    }
+
+    /// The output port the switch's SELECT group gives a new flow to `dst` whose hash falls
+    /// into slot `slot` of the group's 256 (weights sum to 256, bucket order), or `None` when
+    /// `dst` is not served by a decision point. What OVS's dp_hash selection does, for the
+    /// simulator.
+    pub fn select(&self, dst: MacAddr, slot: u8) -> Option<PortNo> {
+        let plan = self.plan.as_ref()?;
+        let port = plan
+            .minimal_port_by_dest_group
+            .get(&host_group(dst)?)
+            .copied()?;
+        let g = plan.group_of_port(port)?;
+        let installed = self.weights.installed(g.dp.group_id)?;
+        let mut left = u32::from(slot);
+        for (b, &w) in g.buckets.iter().zip(installed) {
+            if left < u32::from(w) {
+                return b.output_port();
+            }
+            left -= u32::from(w);
+        }
+        Some(port)
+    }
+
+    /// The learned decision points, if a plan was read.
+    pub fn plan(&self) -> Option<&LearnedPlan> {
+        self.plan.as_ref()
+    }
+
+    /// The policy (P per fabric port).
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The weights the switch holds, per decision point.
+    pub fn weights(&self) -> &WeightPlanner {
+        &self.weights
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &CoreCounters {
+        &self.counters
+    }
+
+    fn feed(&mut self, event: Event, now_ns: u64) {
+        self.policy.handle_into(event, now_ns, &mut self.effects);
+        for c in self.effects.changes() {
+            tracing::trace!(port = c.port, old = c.old_percent, new = c.new_percent, cause = ?c.cause, "P changed");
+            self.weights
+                .on_probability(c.port, c.new_percent, now_ns, &mut self.scratch);
+        }
+        self.queue_writes();
+    }
+
+    fn queue_writes(&mut self) {
+        self.counters.writes += self.scratch.len() as u64;
+        self.writes.extend(self.scratch.drain(..));
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,229 @@
+//! The core without a session: learned plans, CNMs, congestion samples and writes.
+
+use super::*;
+use crate::plan::PlanConventions;
+use fabricflow_proto::openflow::action::Action;
+use fabricflow_proto::openflow::group::{Bucket, GroupType};
+use fabricflow_proto::openflow::instruction::Instruction;
+use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc};
+use fabricflow_proto::openflow::oxm::{Match, OxmField};
+
+const MS: u64 = 1_000_000;
+
+fn out(port: u32) -> Vec<Action> {
+    vec![Action::Output { port, max_len: 0 }]
+}
+
+fn mac(s: &str) -> MacAddr {
+    s.parse().unwrap()
+}
+
+fn flow(table: u8, dst: &str, mask: Option<&str>, actions: Vec<Action>) -> FlowStats {
+    FlowStats {
+        table_id: table,
+        duration_sec: 0,
+        duration_nsec: 0,
+        priority: 100,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        flags: 0,
+        cookie: PlanConventions::default().cookie,
+        packet_count: 0,
+        byte_count: 0,
+        r#match: Match::new().with(OxmField::EthDst {
+            value: mac(dst),
+            mask: mask.map(mac),
+        }),
+        instructions: vec![Instruction::ApplyActions(actions)],
+    }
+}
+
+/// A switch of group 1 with host 02:00:00:01:00:01 on port 1, fabric ports 3 and 4; group 7 is
+/// reached minimally by port 3 (decision point 1003, candidate 4).
+fn plan(weights: [u16; 3]) -> LearnedPlan {
+    let groups = [GroupDesc {
+        group_type: GroupType::Select,
+        group_id: 1003,
+        buckets: vec![
+            Bucket::new(weights[0], out(3)),
+            Bucket::new(weights[1], out(4)),
+            Bucket::new(weights[2], out(3)),
+        ],
+    }];
+    let flows = [
+        flow(
+            1,
+            "02:00:00:07:00:00",
+            Some("ff:ff:ff:ff:00:00"),
+            vec![Action::Group(1003)],
+        ),
+        flow(1, "02:00:00:01:00:01", None, out(1)),
+        flow(2, "02:00:00:07:00:00", Some("ff:ff:ff:ff:00:00"), out(4)),
+    ];
+    LearnedPlan::learn(&PlanConventions::default(), &groups, &flows)
+}
+
+fn core(variant: crate::policy::Variant, interval_us: u64) -> SwitchCore {
+    let mut policy = PolicyConfig::published();
+    policy.variant = variant;
+    let weights = WeightsConfig {
+        min_update_interval_us: interval_us,
+        ..WeightsConfig::default()
+    };
+    SwitchCore::new(policy, weights).unwrap()
+}
+
+fn writes(c: &mut SwitchCore) -> Vec<GroupWrite> {
+    std::iter::from_fn(|| c.poll_write()).collect()
+}
+
+#[test]
+fn only_host_frames_that_are_not_cnms_are_culprits() {
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&[2, 0, 0, 7, 0, 1]);
+    f[6..12].copy_from_slice(&[2, 0, 0, 1, 0, 1]);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    assert_eq!(
+        Culprit::of_frame(&f),
+        Some(Culprit {
+            src: MacAddr([2, 0, 0, 1, 0, 1]),
+            dst: MacAddr([2, 0, 0, 7, 0, 1])
+        })
+    );
+    f[12..14].copy_from_slice(&[0x22, 0xe7]);
+    assert_eq!(Culprit::of_frame(&f), None);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    f[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 1]);
+    assert_eq!(Culprit::of_frame(&f), None);
+    assert_eq!(Culprit::of_frame(&f[..10]), None);
+}
+
+#[test]
+fn a_cnm_on_the_minimal_port_yields_one_write_with_the_cut_split() {
+    let mut c = core(crate::policy::Variant::Base, 0);
+    assert_eq!(c.learn(plan([255, 0, 1]), 0, 0), Learned::Changed);
+    assert!(writes(&mut c).is_empty(), "installed weights match P = 100");
+    c.on_cnm(3, 64, MS);
+    let w = writes(&mut c);
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].group_id, 1003);
+    // P = 100·(1 − 63/128) = 50.78 %: bucket 0 gets 129 of 255 quanta.
+    assert_eq!(w[0].weights, vec![129, 126, 1]);
+    assert_eq!(c.weights().installed(1003), Some(&[129, 126, 1][..]));
+    assert_eq!(c.counters().cnm_received, 1);
+    assert_eq!(c.counters().writes, 1);
+}
+
+#[test]
+fn a_read_older_than_a_write_does_not_undo_it() {
+    let mut c = core(crate::policy::Variant::Base, 0);
+    c.learn(plan([255, 0, 1]), 0, 0);
+    let before = c.write_seq();
+    c.on_cnm(3, 64, MS);
+    let written = writes(&mut c).remove(0).weights;
+    // A reply to a read sent before the write still shows the old weights.
+    assert_eq!(
+        c.learn(plan([255, 0, 1]), before, 2 * MS),
+        Learned::Unchanged
+    );
+    assert_eq!(c.weights().installed(1003), Some(written.as_slice()));
+    assert!(writes(&mut c).is_empty());
+    // A read sent after it that shows other weights (someone else wrote) is believed, and the
+    // core writes its own split back.
+    c.learn(plan([200, 55, 1]), c.write_seq(), 3 * MS);
+    assert_eq!(writes(&mut c).remove(0).weights, written);
+}
+
+#[test]
+fn a_restarted_core_continues_from_the_installed_split() {
+    let mut c = core(crate::policy::Variant::Base, 0);
+    c.learn(plan([128, 127, 1]), 0, 0);
+    let p = c.policy().p_percent(3).unwrap();
+    assert!((p - 50.2).abs() < 0.5, "P from the installed split: {p}");
+    assert!(writes(&mut c).is_empty());
+}
+
+#[test]
+fn writes_wait_for_the_minimum_interval_and_leave_on_the_timer() {
+    let mut c = core(crate::policy::Variant::Base, 10_000);
+    c.learn(plan([255, 0, 1]), 0, 0);
+    c.on_cnm(3, 10, MS);
+    assert_eq!(writes(&mut c).len(), 1, "the first write is never delayed");
+    c.on_cnm(3, 10, 2 * MS);
+    assert!(writes(&mut c).is_empty());
+    assert_eq!(c.next_deadline_ns(), Some(11 * MS));
+    c.on_timer(5 * MS);
+    assert!(writes(&mut c).is_empty());
+    c.on_timer(11 * MS);
+    assert_eq!(writes(&mut c).len(), 1);
+    assert_eq!(c.next_deadline_ns(), None);
+}
+
+#[test]
+fn a_congestion_sample_charges_source_processing_and_routes_the_cnm() {
+    let mut c = core(crate::policy::Variant::SourceProcessing, 0);
+    c.learn(plan([255, 0, 1]), 0, 0);
+    let remote = Culprit {
+        src: mac("02:00:00:02:00:01"),
+        dst: mac("02:00:00:07:00:01"),
+    };
+    let sample = |culprit| CongestionSample {
+        port: 4,
+        qntz_fb: 40,
+        culprit,
+    };
+    assert_eq!(c.on_congestion(&sample(remote), MS), CnmRoute::Fabric);
+    assert!(
+        c.policy().p_percent(3).unwrap() < 100.0,
+        "port towards group 7 cut"
+    );
+    assert_eq!(c.policy().counters().congestion_observed, 1);
+    assert_eq!(c.counters().cnm_generated_charged, 1);
+    // A culprit bound for this switch's own group has no decision point: nothing charged.
+    let same_group = Culprit {
+        dst: mac("02:00:00:01:00:09"),
+        ..remote
+    };
+    assert_eq!(c.on_congestion(&sample(same_group), MS), CnmRoute::Fabric);
+    assert_eq!(c.counters().cnm_generated_charged, 1);
+    // The culprit is a host of this switch: charged here, not sent.
+    let own = Culprit {
+        src: mac("02:00:00:01:00:01"),
+        ..remote
+    };
+    assert_eq!(c.on_congestion(&sample(own), MS), CnmRoute::OwnHost);
+    assert_eq!(c.counters().cnm_to_own_host, 1);
+    assert_eq!(c.counters().cnm_generated, 3);
+    assert_eq!(c.counters().cnm_generated_charged, 2);
+}
+
+#[test]
+fn select_follows_the_installed_weights_bucket_by_bucket() {
+    let mut c = core(crate::policy::Variant::Base, 0);
+    c.learn(plan([100, 155, 1]), 0, 0);
+    let to7 = mac("02:00:00:07:00:05");
+    assert_eq!(c.select(to7, 0), Some(3));
+    assert_eq!(c.select(to7, 99), Some(3));
+    assert_eq!(c.select(to7, 100), Some(4));
+    assert_eq!(c.select(to7, 254), Some(4));
+    assert_eq!(c.select(to7, 255), Some(3), "padding bucket");
+    let shares = (0..=255u8).filter(|&s| c.select(to7, s) == Some(4)).count();
+    assert_eq!(shares, 155);
+    assert_eq!(c.select(mac("02:00:00:01:00:01"), 0), None, "own group");
+    assert_eq!(c.select(mac("52:54:00:00:00:01"), 0), None, "not a host");
+}
+
+#[test]
+fn an_empty_plan_keeps_p_and_the_weights() {
+    let mut c = core(crate::policy::Variant::Base, 0);
+    c.learn(plan([255, 0, 1]), 0, 0);
+    c.on_cnm(3, 64, MS);
+    writes(&mut c);
+    let p = c.policy().p_percent(3);
+    assert_eq!(
+        c.learn(LearnedPlan::default(), c.write_seq(), 2 * MS),
+        Learned::Empty
+    );
+    assert_eq!(c.policy().p_percent(3), p);
+    assert!(c.weights().installed(1003).is_some());
+}
