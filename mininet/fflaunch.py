@@ -11,8 +11,8 @@ Programming modes (one interface, :meth:`FabricNet.program`):
   link failure computes (the CLI has no "failed links" flag; a file fabric with the same dpids,
   groups and indexes yields the same addresses).
 - ``controller``: start ``fabricflow-controller run --config F`` (F written to the run directory:
-  the fabric spec, loopback OpenFlow and HTTP ports, ``p_minimal_percent``, the agent's cookie and
-  controller id), point every bridge at ``tcp:127.0.0.1:PORT`` (fail-mode secure) and poll
+  the fabric spec, loopback OpenFlow and HTTP ports, ``p_minimal_percent``; the plan conventions
+  the agent relies on are both binaries' defaults, defined once in ``fabricflow_proto::conventions``), point every bridge at ``tcp:127.0.0.1:PORT`` (fail-mode secure) and poll
   ``GET /api/v1/switches`` until every planned switch is ``connected`` and ``synced``.
 - optional agent (``agent_variant``: base, source-processing, feedback-comparison, combined): one
   ``fabricflow-agent run --config F`` for every bridge (``[[switch]]`` BRIDGE on
@@ -52,9 +52,6 @@ from fftopo import AGENT_BIN, CONTROLLER_BIN, INTF_RE, SWITCH_RE, Fabric, Fabric
 OFCTL = ["ovs-ofctl", "-O", "OpenFlow13"]
 STATE_DIR = Path(os.environ.get("FF_STATE_DIR", "/tmp/fabricflow-mininet"))
 
-# Controller mode: the plan conventions the agent expects (its defaults, agent-emulated.toml).
-PLAN_COOKIE = 0x0FAB_F10A_0000_0001
-AGENT_CONTROLLER_ID = 0x0FAB
 # The agent's config template and how its CP constants scale with the emulated links.
 AGENT_TEMPLATE = Path(__file__).resolve().parent / "agent-emulated.toml"
 FRAME_BYTES = 1514        # a full TCP frame on the wire (what fills the pfifo)
@@ -431,10 +428,6 @@ class FabricNet:
             "http_listen": toml_value(f"127.0.0.1:{self.http_port}"),
             "store": toml_value("memory"),
             "p_minimal_percent": toml_value(float(self.p_minimal)),
-            # The agent's plan conventions (agent-emulated.toml [runtime]): the cookie its plan
-            # read filters on and the controller id its table-0 CNM rule sends to.
-            "cookie": f"{PLAN_COOKIE:#x}",
-            "agent_controller_id": toml_value(AGENT_CONTROLLER_ID),
             # LLDP liveness: 15 missed 1 s periods, not the controller's 3. ovs-vswitchd answers
             # OpenFlow in the thread that forwards every packet of the userspace datapath, so
             # on a busy emulated fabric a packet-in can wait seconds: with 3 periods healthy

@@ -74,7 +74,7 @@ pub struct RuntimeConfig {
 impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
-            controller_id: 0x0fab,
+            controller_id: fabricflow_proto::conventions::AGENT_CONTROLLER_ID,
             miss_send_len: 0xffff,
             request_role_equal: true,
             port_stats_period_us: 100_000,

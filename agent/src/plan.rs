@@ -16,6 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use fabricflow_proto::conventions;
 use fabricflow_proto::openflow::action::Action;
 use fabricflow_proto::openflow::group::{Bucket, GroupType};
 use fabricflow_proto::openflow::instruction::Instruction;
@@ -47,11 +48,11 @@ pub struct PlanConventions {
 impl Default for PlanConventions {
     fn default() -> Self {
         PlanConventions {
-            group_id_base: 1000,
-            group_id_span: 65_536,
-            cookie: 0x0fab_f10a_0000_0001,
-            inject_table: 1,
-            transit_table: 2,
+            group_id_base: conventions::DECISION_GROUP_BASE,
+            group_id_span: conventions::DECISION_GROUP_SPAN,
+            cookie: conventions::PLAN_COOKIE,
+            inject_table: conventions::table::INJECT,
+            transit_table: conventions::table::TRANSIT,
         }
     }
 }

@@ -78,7 +78,7 @@ pub struct SessionConfig {
 impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
-            controller_id: 0x0fab,
+            controller_id: fabricflow_proto::conventions::AGENT_CONTROLLER_ID,
             miss_send_len: 0xffff,
             request_role_equal: true,
             port_stats_period_ns: 100_000_000,
@@ -134,9 +134,8 @@ impl DropReason {
 }
 
 /// Checks a packet-in as a CNM: it must come from a fabric port of `plan` and parse as an IEEE
-/// 802.1Qau CNM. Returns the port to charge — the arrival port: CNMs travel back minimally, so
-/// the port a CNM arrives on is the port the culprit flow left by (DESIGN §5, the policy's
-/// `CnmReceived`) — and the parsed CNM.
+/// 802.1Qau CNM. Returns the arrival port and the parsed CNM; the [`SwitchCore`] decides which
+/// port's P it cuts (DESIGN §5).
 pub fn check_cnm(plan: Option<&LearnedPlan>, pi: &PacketIn) -> Result<(PortNo, Cnm), DropReason> {
     let plan = plan.ok_or(DropReason::NoPlan)?;
     let port = pi.in_port().ok_or(DropReason::NoInPort)?;
@@ -670,7 +669,7 @@ impl Session {
 
     fn on_packet_in(&mut self, pi: &PacketIn, now_ns: u64) {
         match check_cnm(self.core.plan(), pi) {
-            Ok((port, cnm)) => self.core.on_cnm(port, cnm.qntz_fb, now_ns),
+            Ok((port, cnm)) => self.core.on_cnm(port, cnm.encap_da, cnm.qntz_fb, now_ns),
             Err(why) => {
                 let n = self.counters.cnm_dropped.entry(why).or_insert(0);
                 *n = n.saturating_add(1);

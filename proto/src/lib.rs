@@ -11,6 +11,7 @@
 
 pub mod arp;
 pub mod cnm;
+pub mod conventions;
 pub mod error;
 pub mod ethernet;
 pub mod framer;

@@ -11,7 +11,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use fabricflow_agent::config::{CpConfig, PolicyConfig};
+use fabricflow_agent::config::{CpConfig, PolicyConfig, WeightsConfig};
 use fabricflow_agent::policy::Variant;
 use fabricflow_controller::TopologySpec;
 
@@ -247,6 +247,9 @@ pub struct SimConfig {
     pub cp_queue: CpQueue,
     pub cp: CpConfig,
     pub policy: PolicyConfig,
+    /// When the switch cores write weights. Default: no minimum interval (a simulated switch
+    /// rewrites a group at once, with no table-rebuild cost to ration), changes of a quantum.
+    pub weights: WeightsConfig,
     /// Width of the throughput-over-time windows, cycles.
     pub window_cycles: u64,
 }
@@ -288,6 +291,10 @@ impl Default for SimConfig {
                 ..CpConfig::default()
             },
             policy: PolicyConfig::default(),
+            weights: WeightsConfig {
+                min_update_interval_us: 0,
+                ..WeightsConfig::default()
+            },
             window_cycles: 200,
         }
     }
@@ -367,6 +374,9 @@ impl SimConfig {
             .validate()
             .map_err(|e| SpecError::Invalid(e.to_string()))?;
         self.policy
+            .validate()
+            .map_err(|e| SpecError::Invalid(e.to_string()))?;
+        self.weights
             .validate()
             .map_err(|e| SpecError::Invalid(e.to_string()))?;
         Ok(())

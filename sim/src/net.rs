@@ -1,6 +1,9 @@
 //! The packet-level engine: input-output-queued virtual cut-through switches, credit-based
-//! lossless links with virtual channels, hosts with Bernoulli sources, QCN congestion points and
-//! one unchanged agent [`Policy`] per switch.
+//! lossless links with virtual channels, hosts with Bernoulli sources, QCN congestion points and,
+//! per switch, the agent's own [`SwitchCore`] — learned from the controller's real plan for that
+//! switch, fed the CNMs that reach it, its congestion point's samples and its bytes sent, and
+//! drawing each new packet's output from the weights it has written, as the switch's SELECT group
+//! would. The simulator models only links, queues and time.
 //!
 //! # Model (per cycle, in this order)
 //! 1. Events due now: packet heads arriving at input buffers, credits returning, packets ejected
@@ -27,11 +30,18 @@
 
 use std::collections::VecDeque;
 
+use std::collections::BTreeSet;
+
 use fabricflow_agent::cp::CongestionPoint;
-use fabricflow_agent::policy::{Effects, Event, Policy};
+use fabricflow_agent::plan::{LearnedPlan, PlanConventions};
+use fabricflow_agent::policy::Policy;
+use fabricflow_agent::switch_core::{CnmRoute, CongestionSample, Culprit, SwitchCore};
+use fabricflow_controller::planner::desired_state;
 use fabricflow_controller::topology::dragonfly::Dragonfly;
 use fabricflow_controller::topology::{Fabric, FabricKind, Peer, PortRole};
-use fabricflow_controller::Routes;
+use fabricflow_controller::{PlanOptions, Routes};
+use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc};
+use fabricflow_proto::MacAddr;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -40,12 +50,18 @@ use crate::config::{CpQueue, Pattern, Routing, SimConfig, SpecError};
 const NONE: u32 = u32::MAX;
 /// Event wheel size (cycles); the configuration keeps every delay below it.
 const WHEEL: usize = 4096;
+/// Period of the switch cores' timer (policy tick, pending writes), cycles (~1 µs at 40 Gb/s).
+const TIMER_CYCLES: u64 = 40;
 
 #[derive(Debug, Clone, Copy)]
 struct Pkt {
     gen: u64,
     ready: u64,
     dst_host: u32,
+    /// Sending host (data), or NONE (CNM).
+    src_host: u32,
+    /// CNM: the culprit's destination host (the CNM's encapsulated DA), else NONE.
+    encap_dst: u32,
     src_sw: u32,
     dst_sw: u32,
     /// Intermediate group still to reach (Valiant, UGAL-L non-minimal), or NONE.
@@ -54,13 +70,15 @@ struct Pkt {
     forced: u32,
     /// Cached output port at the current switch, or NONE.
     route: u32,
-    /// CNM: port of the target switch the CNM is charged to.
-    cnm_port: u32,
     len: u16,
     ghops: u8,
     cnm: bool,
     cnm_fb: u8,
     decided: bool,
+    /// Sent by its source switch to a neighbour on a local candidate port (no global port of
+    /// its own to divert by): the neighbour sends it out of one of its global ports, as the
+    /// controller's diversion-by-arrival-port rule does.
+    divert: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -128,6 +146,7 @@ pub struct Sim {
     gp_incap: Vec<u32>,
     host_sw: Vec<u32>,
     host_gp: Vec<u32>,
+    host_mac: Vec<MacAddr>,
     // Switch state.
     in_q: Vec<VecDeque<u32>>,
     in_occ: Vec<u32>,
@@ -156,9 +175,8 @@ pub struct Sim {
     now: u64,
     rng: ChaCha8Rng,
     // QCN-SW.
-    policies: Vec<Policy>,
+    cores: Vec<SwitchCore>,
     cps: Vec<CongestionPoint>,
-    effects: Effects,
     ns_per_cycle: f64,
     /// Results so far.
     pub stats: Stats,
@@ -285,6 +303,7 @@ impl Sim {
         let nh = fabric.hosts().len();
         let mut host_sw = Vec::with_capacity(nh);
         let mut host_gp = Vec::with_capacity(nh);
+        let host_mac: Vec<MacAddr> = fabric.hosts().iter().map(|h| h.location.mac()).collect();
         let mut sw_hosts = vec![Vec::new(); nsw];
         let ngroups = match df {
             Some(d) => d.groups(),
@@ -339,19 +358,14 @@ impl Sim {
         }
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let qcn = matches!(cfg.routing, Routing::QcnSw(_));
-        let mut policies = Vec::new();
+        let mut cores = Vec::new();
         let mut cps = Vec::new();
         if qcn {
             let mut pcfg = cfg.policy.clone();
             if let Routing::QcnSw(v) = cfg.routing {
                 pcfg.variant = v;
             }
-            for sw in sws {
-                policies.push(
-                    Policy::new(pcfg.clone(), sw.fabric_ports().map(|p| p.no))
-                        .map_err(|e| SpecError::Invalid(e.to_string()))?,
-                );
-            }
+            cores = learned_cores(fabric, &pcfg, &cfg.weights)?;
             for _ in 0..ngp {
                 cps.push(
                     CongestionPoint::new(cfg.cp.clone(), rng.next_u32())
@@ -393,6 +407,7 @@ impl Sim {
             gp_incap,
             host_sw,
             host_gp,
+            host_mac,
             in_q: vec![VecDeque::new(); ngp * nv],
             in_occ: vec![0; ngp * nv],
             in_data: vec![0; ngp],
@@ -417,9 +432,8 @@ impl Sim {
             wheel: vec![Vec::new(); WHEEL],
             now: 0,
             rng,
-            policies,
+            cores,
             cps,
-            effects: Effects::new(),
             ns_per_cycle,
             stats: Stats {
                 per_src_switch: vec![0; nsw],
@@ -473,7 +487,12 @@ impl Sim {
 
     /// The policy of switch `s` (QCN-SW modes).
     pub fn policy(&self, s: usize) -> Option<&Policy> {
-        self.policies.get(s)
+        self.cores.get(s).map(SwitchCore::policy)
+    }
+
+    /// The switch core of switch `s` (QCN-SW modes).
+    pub fn core(&self, s: usize) -> Option<&SwitchCore> {
+        self.cores.get(s)
     }
 
     /// Runs `cycles` cycles.
@@ -556,11 +575,19 @@ impl Sim {
             }
         }
         self.now += 1;
-        if self.now.checked_rem(self.cfg.window_cycles) == Some(0) && !self.policies.is_empty() {
+        if !self.cores.is_empty() && self.now.checked_rem(TIMER_CYCLES) == Some(0) {
+            let now_ns = self.now_ns();
+            for c in &mut self.cores {
+                c.on_tick(now_ns);
+                // The simulated switch applies a write at once: the core's record is its table.
+                while c.poll_write().is_some() {}
+            }
+        }
+        if self.now.checked_rem(self.cfg.window_cycles) == Some(0) && !self.cores.is_empty() {
             let (sum, n) = self
-                .policies
+                .cores
                 .iter()
-                .flat_map(|p| p.probabilities())
+                .flat_map(|c| c.policy().probabilities())
                 .fold((0.0, 0u32), |(s, n), (_, p)| (s + p, n + 1));
             self.stats.series_p.push(sum / f64::from(n.max(1)));
         }
@@ -696,32 +723,20 @@ impl Sim {
         }
         self.stats.cnm_generated += 1;
         let now_ns = self.now_ns();
-        let inter = self.sw_group[p.src_sw as usize] != self.sw_group[p.dst_sw as usize];
-        if inter && s != p.dst_sw {
-            if let Some(&port) = self.routes.minimal(s as usize, p.dst_sw as usize).first() {
-                self.policies[s as usize].handle_into(
-                    Event::CnmGenerated {
-                        minimal_port_towards_culprit: port,
-                        qntz_fb: fb.qntz_fb,
-                    },
-                    now_ns,
-                    &mut self.effects,
-                );
-            }
-        }
-        if p.src_sw == s {
-            // The CNM goes to one of this switch's own hosts: it never crosses a fabric port,
-            // so the switch's policy does not receive it (the unfairness source processing fixes).
+        let sample = CongestionSample {
+            port: self.gp_pno[gp],
+            qntz_fb: fb.qntz_fb,
+            culprit: Culprit {
+                src: self.host_mac[p.src_host as usize],
+                dst: self.host_mac[p.dst_host as usize],
+            },
+        };
+        if self.cores[s as usize].on_congestion(&sample, now_ns) == CnmRoute::OwnHost {
+            // The CNM is for one of this switch's own hosts: it never crosses a fabric port,
+            // so only source processing reacts to it.
             self.stats.cnm_to_self += 1;
             return;
         }
-        let Some(&charge) = self
-            .routes
-            .minimal(p.src_sw as usize, p.dst_sw as usize)
-            .first()
-        else {
-            return;
-        };
         let out = self.minimal_gp(s, p.src_sw, 0);
         if out == NONE {
             return;
@@ -735,17 +750,19 @@ impl Sim {
             gen: self.now,
             ready: self.now,
             dst_host: NONE,
+            src_host: NONE,
+            encap_dst: p.dst_host,
             src_sw: s,
             dst_sw: p.src_sw,
             via: NONE,
             forced: NONE,
             route: NONE,
-            cnm_port: charge,
             len: u16::try_from(self.cnm_len).unwrap_or(1),
             ghops: 0,
             cnm: true,
             cnm_fb: fb.qntz_fb,
             decided: true,
+            divert: false,
         };
         let id = self.alloc(cnm);
         self.out_q[idx].push_back(id);
@@ -884,22 +901,21 @@ impl Sim {
                     self.pkts[id as usize].forced = forced;
                 }
                 Routing::QcnSw(_) if !p.decided => {
-                    let pno = self
-                        .routes
-                        .minimal(s as usize, p.dst_sw as usize)
-                        .first()
-                        .copied()
-                        .unwrap_or(0);
-                    let pm = self.policies[s as usize].p_percent(pno).unwrap_or(100.0);
-                    let n: u32 = self.rng.gen_range(1..=100);
-                    let forced = if f64::from(n) > pm.floor() {
-                        let m = self.gp_of(s, pno);
-                        self.random_other_global(s, m, false)
-                    } else {
-                        NONE
+                    // The switch's SELECT group draws a hash slot for the new flow.
+                    let slot: u8 = self.rng.gen();
+                    let dst = self.host_mac[p.dst_host as usize];
+                    let chosen = self.cores[s as usize].select(dst, slot);
+                    let minimal = self.routes.minimal(s as usize, p.dst_sw as usize);
+                    let (forced, divert) = match chosen {
+                        Some(pno) if !minimal.contains(&pno) => {
+                            let gp = self.gp_of(s, pno);
+                            (gp, gp != NONE && !self.gp_global[gp as usize])
+                        }
+                        _ => (NONE, false),
                     };
                     let q = &mut self.pkts[id as usize];
                     q.forced = forced;
+                    q.divert = divert;
                     q.decided = true;
                 }
                 _ => {}
@@ -907,6 +923,14 @@ impl Sim {
             let f = self.pkts[id as usize].forced;
             if f != NONE {
                 return f;
+            }
+        }
+        if p.divert && s != p.src_sw {
+            // The neighbour of a local-candidate diversion: out of one of its global ports.
+            self.pkts[id as usize].divert = false;
+            let g = self.random_other_global(s, NONE, false);
+            if g != NONE {
+                return g;
             }
         }
         let via = self.pkts[id as usize].via;
@@ -1013,17 +1037,10 @@ impl Sim {
                 if self.gp_global[g] {
                     self.pkts[id as usize].ghops += 1;
                 }
-                if !self.policies.is_empty() {
+                if !self.cores.is_empty() {
                     let now_ns = self.now_ns();
                     let bytes = u64::from(len) * u64::from(self.cfg.phit_bytes);
-                    self.policies[s as usize].handle_into(
-                        Event::BytesSent {
-                            port: self.gp_pno[g],
-                            bytes,
-                        },
-                        now_ns,
-                        &mut self.effects,
-                    );
+                    self.cores[s as usize].on_bytes(self.gp_pno[g], bytes, now_ns);
                 }
             }
             let peer = self.gp_peer[g];
@@ -1169,17 +1186,19 @@ impl Sim {
                     gen,
                     ready: 0,
                     dst_host: dst,
+                    src_host: u32::try_from(h).unwrap_or(NONE),
+                    encap_dst: NONE,
                     src_sw: s,
                     dst_sw: self.host_sw[dst as usize],
                     via: NONE,
                     forced: NONE,
                     route: NONE,
-                    cnm_port: NONE,
                     len: u16::try_from(self.len).unwrap_or(u16::MAX),
                     ghops: 0,
                     cnm: false,
                     cnm_fb: 0,
                     decided: false,
+                    divert: false,
                 };
                 let id = self.alloc(pkt);
                 self.host_busy[h] = now + u64::from(self.len);
@@ -1191,8 +1210,7 @@ impl Sim {
         }
     }
 
-    /// A CNM reached the switch it was sent to: the policy charges it to the culprit's minimal
-    /// port.
+    /// A CNM reached the switch it was sent to (through input port `g`): its core takes it.
     #[allow(clippy::indexing_slicing)] // g < ngp, v < nv, id from `alloc`, s < nsw
     fn consume_cnm(&mut self, s: u32, g: usize, v: usize, id: u32) {
         let q = g * self.nv + v;
@@ -1215,17 +1233,38 @@ impl Sim {
         self.free.push(id);
         self.stats.cnm_delivered += 1;
         let now_ns = self.now_ns();
-        if let Some(pol) = self.policies.get_mut(s as usize) {
-            pol.handle_into(
-                Event::CnmReceived {
-                    port: p.cnm_port,
-                    qntz_fb: p.cnm_fb,
-                },
-                now_ns,
-                &mut self.effects,
-            );
+        let (port, culprit_dst) = (self.gp_pno[g], self.host_mac[p.encap_dst as usize]);
+        if let Some(core) = self.cores.get_mut(s as usize) {
+            core.on_cnm(port, culprit_dst, p.cnm_fb, now_ns);
         }
     }
+}
+
+/// One [`SwitchCore`] per switch, each having learned its switch's decision points from the
+/// controller's plan exactly as the agent learns them from a switch (group descriptions and the
+/// controller's flows), so the simulated QCN-SW is the agent's.
+fn learned_cores(
+    fabric: &Fabric,
+    policy: &fabricflow_agent::config::PolicyConfig,
+    weights: &fabricflow_agent::config::WeightsConfig,
+) -> Result<Vec<SwitchCore>, SpecError> {
+    let invalid = |e: String| SpecError::Invalid(e);
+    let desired = desired_state(fabric, &PlanOptions::default(), &BTreeSet::new())
+        .map_err(|e| invalid(e.to_string()))?;
+    let conv = PlanConventions::default();
+    let mut cores = Vec::with_capacity(fabric.switches().len());
+    for sw in fabric.switches() {
+        let mut core =
+            SwitchCore::new(policy.clone(), weights.clone()).map_err(|e| invalid(e.to_string()))?;
+        if let Some(d) = desired.get(&sw.dpid) {
+            let groups: Vec<GroupDesc> = d.groups.iter().map(GroupDesc::from).collect();
+            let flows: Vec<FlowStats> = d.flows.iter().map(FlowStats::from).collect();
+            core.learn(LearnedPlan::learn(&conv, &groups, &flows), 0, 0);
+            while core.poll_write().is_some() {}
+        }
+        cores.push(core);
+    }
+    Ok(cores)
 }
 
 #[cfg(test)]

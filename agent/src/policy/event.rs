@@ -6,16 +6,16 @@ use crate::PortNo;
 /// happened (`now_ns`, any monotonic origin); only [`Event::Tick`] and the idle-port timer use it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// A CNM reached this switch's agent on fabric port `port`. It is charged to `port`: CNMs
-    /// travel back minimally, so the port a CNM arrives on is the port its culprit flow left by
-    /// (DESIGN §5).
+    /// A CNM for traffic whose decision point is fabric port `port` reached this switch: it is
+    /// charged to `port` (the [`SwitchCore`](crate::switch_core::SwitchCore) resolves the port
+    /// from the CNM's encapsulated destination, DESIGN §5).
     ///
     /// `qntz_fb` is the CNM's 6-bit QntzFb: the quantised *magnitude* |Fb| of the congestion
     /// point's feedback (Fb ≤ 0 at the CP; 0 = no congestion, 63 = the clamp). The reaction point
     /// works on this non-negative magnitude throughout, so "a larger Fb" below always means "more
     /// congested". Values above 63 are treated as 63.
     CnmReceived {
-        /// Fabric port the CNM arrived on.
+        /// The minimal port of the culprit's decision point (or the arrival port without one).
         port: PortNo,
         /// Quantised |Fb|, 0..=63.
         qntz_fb: u8,

@@ -73,6 +73,10 @@ fn core(variant: crate::policy::Variant, interval_us: u64) -> SwitchCore {
     SwitchCore::new(policy, weights).unwrap()
 }
 
+fn to7() -> MacAddr {
+    mac("02:00:00:07:00:01")
+}
+
 fn writes(c: &mut SwitchCore) -> Vec<GroupWrite> {
     std::iter::from_fn(|| c.poll_write()).collect()
 }
@@ -103,7 +107,7 @@ fn a_cnm_on_the_minimal_port_yields_one_write_with_the_cut_split() {
     let mut c = core(crate::policy::Variant::Base, 0);
     assert_eq!(c.learn(plan([255, 0, 1]), 0, 0), Learned::Changed);
     assert!(writes(&mut c).is_empty(), "installed weights match P = 100");
-    c.on_cnm(3, 64, MS);
+    c.on_cnm(3, to7(), 64, MS);
     let w = writes(&mut c);
     assert_eq!(w.len(), 1);
     assert_eq!(w[0].group_id, 1003);
@@ -115,11 +119,24 @@ fn a_cnm_on_the_minimal_port_yields_one_write_with_the_cut_split() {
 }
 
 #[test]
+fn a_cnm_is_charged_to_the_decision_point_of_its_culprit_not_the_port_it_came_by() {
+    let mut c = core(crate::policy::Variant::Base, 0);
+    c.learn(plan([255, 0, 1]), 0, 0);
+    // Diverted traffic to group 7 left by candidate port 4; its CNM comes back on port 4.
+    c.on_cnm(4, to7(), 64, MS);
+    assert!(c.policy().p_percent(3).unwrap() < 100.0);
+    assert_eq!(c.policy().p_percent(4), Some(100.0));
+    // A culprit bound for this switch's own group has no decision point: the arrival port.
+    c.on_cnm(4, mac("02:00:00:01:00:07"), 64, 2 * MS);
+    assert!(c.policy().p_percent(4).unwrap() < 100.0);
+}
+
+#[test]
 fn a_read_older_than_a_write_does_not_undo_it() {
     let mut c = core(crate::policy::Variant::Base, 0);
     c.learn(plan([255, 0, 1]), 0, 0);
     let before = c.write_seq();
-    c.on_cnm(3, 64, MS);
+    c.on_cnm(3, to7(), 64, MS);
     let written = writes(&mut c).remove(0).weights;
     // A reply to a read sent before the write still shows the old weights.
     assert_eq!(
@@ -147,9 +164,9 @@ fn a_restarted_core_continues_from_the_installed_split() {
 fn writes_wait_for_the_minimum_interval_and_leave_on_the_timer() {
     let mut c = core(crate::policy::Variant::Base, 10_000);
     c.learn(plan([255, 0, 1]), 0, 0);
-    c.on_cnm(3, 10, MS);
+    c.on_cnm(3, to7(), 10, MS);
     assert_eq!(writes(&mut c).len(), 1, "the first write is never delayed");
-    c.on_cnm(3, 10, 2 * MS);
+    c.on_cnm(3, to7(), 10, 2 * MS);
     assert!(writes(&mut c).is_empty());
     assert_eq!(c.next_deadline_ns(), Some(11 * MS));
     c.on_timer(5 * MS);
@@ -217,7 +234,7 @@ fn select_follows_the_installed_weights_bucket_by_bucket() {
 fn an_empty_plan_keeps_p_and_the_weights() {
     let mut c = core(crate::policy::Variant::Base, 0);
     c.learn(plan([255, 0, 1]), 0, 0);
-    c.on_cnm(3, 64, MS);
+    c.on_cnm(3, to7(), 64, MS);
     writes(&mut c);
     let p = c.policy().p_percent(3);
     assert_eq!(

@@ -56,20 +56,10 @@ use crate::addressing::{self, AddressError, Addressing, Location};
 use crate::routes::Routes;
 use crate::topology::{Fabric, FabricKind, Link, Peer, PortNo, PortRole, SwitchId};
 
-/// Table numbers.
-pub const TABLE_CLASSIFY: u8 = 0;
-pub const TABLE_INJECT: u8 = 1;
-pub const TABLE_TRANSIT: u8 = 2;
-
-/// EtherTypes the plan matches or writes.
-pub mod ethertype {
-    pub const IPV4: u16 = 0x0800;
-    pub const ARP: u16 = 0x0806;
-    pub const VLAN: u16 = 0x8100;
-    pub const LLDP: u16 = 0x88cc;
-    /// IEEE 802.1Qau congestion notification message.
-    pub const CNM: u16 = 0x22e7;
-}
+pub use fabricflow_proto::conventions::table::{
+    CLASSIFY as TABLE_CLASSIFY, INJECT as TABLE_INJECT, TRANSIT as TABLE_TRANSIT,
+};
+pub use fabricflow_proto::ethernet::ethertype;
 
 /// Flow priorities.
 pub mod priority {
@@ -86,12 +76,10 @@ pub mod priority {
     pub const DIVERT_BASE: u16 = 2000;
 }
 
-/// Default cookie of every rule and group the controller owns ("fab f10 a").
-pub const DEFAULT_COOKIE: u64 = 0x0fab_f10a_0000_0001;
-/// Default group id base: group id = base + minimal port.
-pub const DEFAULT_GROUP_BASE: u32 = 1000;
-/// Default controller id of the agent's OpenFlow connection (`NXT_SET_CONTROLLER_ID`).
-pub const DEFAULT_AGENT_CONTROLLER_ID: u16 = 0x0fab;
+pub use fabricflow_proto::conventions::{
+    AGENT_CONTROLLER_ID as DEFAULT_AGENT_CONTROLLER_ID, DECISION_GROUP_BASE as DEFAULT_GROUP_BASE,
+    PLAN_COOKIE as DEFAULT_COOKIE,
+};
 
 /// Lossless (PFC) option: PCP by hop phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

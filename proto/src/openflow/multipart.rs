@@ -461,6 +461,26 @@ pub struct FlowStats {
     pub instructions: Vec<Instruction>,
 }
 
+impl From<&crate::openflow::flow::FlowMod> for FlowStats {
+    /// What a switch reports for a flow it was told to add (counters and age zero).
+    fn from(f: &crate::openflow::flow::FlowMod) -> Self {
+        FlowStats {
+            table_id: f.table_id,
+            duration_sec: 0,
+            duration_nsec: 0,
+            priority: f.priority,
+            idle_timeout: f.idle_timeout,
+            hard_timeout: f.hard_timeout,
+            flags: f.flags,
+            cookie: f.cookie,
+            packet_count: 0,
+            byte_count: 0,
+            r#match: f.r#match.clone(),
+            instructions: f.instructions.clone(),
+        }
+    }
+}
+
 impl Wire for FlowStats {
     fn decode(input: &[u8]) -> PResult<'_, Self> {
         let (rest, b) = sized(input, 0, 48, "ofp_flow_stats")?;
@@ -814,6 +834,17 @@ pub struct GroupDesc {
     pub group_type: GroupType,
     pub group_id: u32,
     pub buckets: Vec<Bucket>,
+}
+
+impl From<&crate::openflow::group::GroupMod> for GroupDesc {
+    /// What a switch describes for a group it was told to add.
+    fn from(g: &crate::openflow::group::GroupMod) -> Self {
+        GroupDesc {
+            group_type: g.group_type,
+            group_id: g.group_id,
+            buckets: g.buckets.clone(),
+        }
+    }
 }
 
 impl Wire for GroupDesc {
