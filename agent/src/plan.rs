@@ -12,7 +12,10 @@
 //!   table `transit_table` (2) forwards minimally.
 //!
 //! **Fabric ports** are the ports that appear in a decision point's buckets or in an output
-//! action of a transit-table flow. A CNM is accepted only from a fabric port.
+//! action of a transit-table flow towards more than one host (a masked `eth_dst`: remote hosts
+//! are always aggregated, the switch's own hosts are matched exactly). A CNM is accepted only
+//! from a fabric port, the policy and feedback comparison average over fabric ports only, and
+//! the emulated congestion point samples only them: a host port is never a choice of route.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -136,7 +139,8 @@ pub enum GroupSkip {
 pub struct LearnedPlan {
     /// Decision points by group id.
     pub groups: BTreeMap<u32, LearnedGroup>,
-    /// Fabric ports: in some decision point's buckets or in a transit flow's outputs.
+    /// Fabric ports: in some decision point's buckets or in the outputs of a transit flow for
+    /// remote hosts (never a port of this switch's own hosts).
     pub fabric_ports: BTreeSet<PortNo>,
     /// Destination group (bytes 2–3 of the host MAC) → the decision point's minimal port, from
     /// the inject table. Only other-group destinations appear (same-group traffic never goes
@@ -168,7 +172,7 @@ impl LearnedPlan {
         }
         for f in flows.iter().filter(|f| f.cookie == conv.cookie) {
             let actions = flow_actions(f);
-            if f.table_id == conv.transit_table {
+            if f.table_id == conv.transit_table && exact_eth_dst(f).is_none() {
                 plan.fabric_ports.extend(physical_outputs(actions.clone()));
             }
             if f.table_id == conv.inject_table {
@@ -191,13 +195,7 @@ impl LearnedPlan {
         {
             let outputs = physical_outputs(flow_actions(f));
             let to_host = !outputs.is_empty() && outputs.iter().all(|p| !plan.is_fabric_port(*p));
-            let exact = f.r#match.fields.iter().find_map(|field| match field {
-                OxmField::EthDst { value, mask } if mask.is_none_or(|m| m.0 == [0xff; 6]) => {
-                    Some(*value)
-                }
-                _ => None,
-            });
-            if let (true, Some(mac)) = (to_host, exact) {
+            if let (true, Some(mac)) = (to_host, exact_eth_dst(f)) {
                 plan.local_hosts.insert(mac);
             }
         }
@@ -250,6 +248,14 @@ fn learn_group(conv: &PlanConventions, g: &GroupDesc) -> Result<LearnedGroup, Gr
     Ok(LearnedGroup {
         dp,
         buckets: g.buckets.clone(),
+    })
+}
+
+/// The destination of a flow matching one host (`eth_dst` unmasked or with an all-ones mask).
+fn exact_eth_dst(f: &FlowStats) -> Option<MacAddr> {
+    f.r#match.fields.iter().find_map(|field| match field {
+        OxmField::EthDst { value, mask } if mask.is_none_or(|m| m.0 == [0xff; 6]) => Some(*value),
+        _ => None,
     })
 }
 

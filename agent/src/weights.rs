@@ -16,7 +16,7 @@
 //! case nothing is written. The first write of a group is never delayed.
 //! [`WeightPlanner::next_deadline_ns`] tells the I/O shell when to tick.
 
-use fabricflow_proto::select_weights::{weights, PADDING_WEIGHT, WEIGHT_QUANTA};
+use fabricflow_proto::select_weights::{weights, weights_iter};
 
 use crate::config::{ConfigError, WeightsConfig};
 use crate::policy::P_MAX_PERCENT;
@@ -251,12 +251,8 @@ impl WeightPlanner {
 }
 
 /// The largest per-bucket move, in quanta, between two weight vectors of equal length.
-fn max_move(a: &[u16], b: &[u16]) -> u16 {
-    a.iter()
-        .zip(b)
-        .map(|(&x, &y)| x.abs_diff(y))
-        .max()
-        .unwrap_or(0)
+fn max_move(a: impl Iterator<Item = u16>, b: &[u16]) -> u16 {
+    a.zip(b).map(|(x, &y)| x.abs_diff(y)).max().unwrap_or(0)
 }
 
 fn evaluate(
@@ -266,12 +262,10 @@ fn evaluate(
     seq: &mut u64,
     out: &mut Vec<GroupWrite>,
 ) {
-    let desired = weights(g.p_percent, g.dp.n_nonminimal);
-    debug_assert_eq!(
-        desired.iter().map(|&w| u32::from(w)).sum::<u32>(),
-        u32::from(WEIGHT_QUANTA + PADDING_WEIGHT)
-    );
-    if max_move(&desired, &g.installed) < min_change {
+    // Called on every change of P (the simulator: every few packets), so the common case, no
+    // quantum moved, allocates nothing.
+    let desired = weights_iter(g.p_percent, g.dp.n_nonminimal);
+    if max_move(desired.clone(), &g.installed) < min_change {
         // Back within a quantum of what the switch has: nothing to write, nothing pending.
         g.pending = false;
         return;
@@ -285,6 +279,7 @@ fn evaluate(
         g.pending = true;
         return;
     }
+    let desired: Vec<u16> = desired.collect();
     g.installed.clone_from(&desired);
     g.last_write_ns = Some(now_ns);
     *seq += 1;

@@ -20,21 +20,23 @@ pub const PADDING_WEIGHT: u16 = 1;
 /// is split as evenly as integers allow, the remainder going to the first candidates, so the
 /// result is deterministic. With no candidate, everything goes minimally.
 pub fn weights(p_minimal_percent: f64, n_nonminimal: usize) -> Vec<u16> {
-    let mut out = Vec::with_capacity(n_nonminimal + 2);
+    weights_iter(p_minimal_percent, n_nonminimal).collect()
+}
+
+/// [`weights`] without allocating, for the hot path that only compares them.
+pub fn weights_iter(
+    p_minimal_percent: f64,
+    n_nonminimal: usize,
+) -> impl Iterator<Item = u16> + Clone {
     let minimal = minimal_weight(p_minimal_percent, n_nonminimal);
-    out.push(minimal);
-    if n_nonminimal > 0 {
-        let rest = WEIGHT_QUANTA - minimal;
-        // n_nonminimal fits u16 in any real switch (ports are u32 but a switch has < 65536).
-        let n = u16::try_from(n_nonminimal).unwrap_or(u16::MAX);
-        let (each, extra) = (rest / n, rest % n);
-        for i in 0..n_nonminimal {
-            let bonus = u16::from(i < usize::from(extra));
-            out.push(each + bonus);
-        }
-    }
-    out.push(PADDING_WEIGHT);
-    out
+    let rest = WEIGHT_QUANTA - minimal;
+    // n_nonminimal fits u16 in any real switch (ports are u32 but a switch has < 65536).
+    let n = u16::try_from(n_nonminimal).unwrap_or(u16::MAX).max(1);
+    let (each, extra) = (rest / n, rest % n);
+    let candidates = (0..n_nonminimal).map(move |i| each + u16::from(i < usize::from(extra)));
+    std::iter::once(minimal)
+        .chain(candidates)
+        .chain(std::iter::once(PADDING_WEIGHT))
 }
 
 /// Weight of bucket 0 for a probability; the quantity the agent compares to decide whether a

@@ -1307,4 +1307,47 @@ mod tests {
             }
         }
     }
+
+    /// Every switch's core holds its switch's decision points as the agent would learn them from
+    /// the controller's plan — with candidates, so feedback comparison against candidates works
+    /// in the simulator as on a switch — and a CNM moves the installed weights the simulated
+    /// SELECT group draws from.
+    #[test]
+    fn switch_cores_learn_the_controllers_plan_and_their_writes_steer_the_draw() {
+        let cfg = SimConfig {
+            topology: TopologySpec::Dragonfly { p: 2, a: 4, h: 2 },
+            routing: Routing::QcnSw(fabricflow_agent::policy::Variant::Base),
+            ..SimConfig::default()
+        };
+        let mut sim = Sim::new(cfg).unwrap();
+        let fabric = sim.config().topology.build().unwrap();
+        for (s, sw) in fabric.switches().iter().enumerate() {
+            let core = sim.core(s).unwrap();
+            let plan = core.plan().unwrap();
+            // Dragonfly(2,4,2): 9 groups, one decision point per minimal port towards the 8
+            // others: the switch's 2 global ports and its 3 local ports.
+            assert_eq!(plan.groups.len(), 5, "switch {}", sw.name);
+            let fabric_ports: BTreeSet<u32> = sw.fabric_ports().map(|p| p.no).collect();
+            assert_eq!(plan.fabric_ports, fabric_ports);
+            for g in plan.groups.values() {
+                assert!(
+                    !core.policy().candidates(g.dp.minimal_port).is_empty(),
+                    "switch {} port {} has candidates",
+                    sw.name,
+                    g.dp.minimal_port
+                );
+            }
+        }
+        // Switch 0 of group 0, towards a host of group 1 (minimal: its global port 7).
+        let dst = sim.host_mac[sim.group_hosts[1][0] as usize];
+        let core = &mut sim.cores[0];
+        let m = core.minimal_port_towards(dst).unwrap();
+        assert!((0..=255).all(|slot| core.select(dst, slot) == Some(m)));
+        core.on_cnm(m, dst, 63, 1_000);
+        let diverted = (0..=255u8)
+            .filter(|&slot| core.select(dst, slot) != Some(m))
+            .count();
+        // P = 100 · (1 − 63/128) ≈ 50.8 %: 129 of 255 quanta stay minimal, 126 are diverted.
+        assert_eq!(diverted, 126);
+    }
 }
