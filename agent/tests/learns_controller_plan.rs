@@ -1,5 +1,6 @@
 //! The agent learns exactly its switch's decision points, fabric ports and own hosts from the
 //! controller's plan, on every kind of fabric the controller plans.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::{BTreeMap, BTreeSet};
 
