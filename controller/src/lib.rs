@@ -30,8 +30,10 @@ pub mod http;
 pub mod metrics;
 pub mod service;
 pub mod session;
+pub mod shared;
 pub mod store;
 pub mod sync;
+pub mod tls;
 
 pub use addressing::{AddressError, Addressing, Location};
 pub use plan::{Plan, PlanError, PlanOptions, SwitchPlan};

@@ -2,13 +2,11 @@
 //! [`Session`]s, keeps link health, re-plans on failures, runs the store/election, and serves
 //! HTTP. All protocol decisions live in the sans-IO session and the pure sync code.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
-use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -16,13 +14,14 @@ use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
 use crate::config::{Config, StoreSpec};
-use crate::desired::{DesiredSwitch, Endpoint, LinkId, PlanSource};
+use crate::desired::{Endpoint, PlanSource};
 use crate::metrics::Metrics;
-use crate::session::{CloseReason, Event, RoleWanted, Session, SessionConfig};
+use crate::session::{CloseReason, Event, RoleWanted, Session};
+use crate::shared::{ActivePlan, Shared, State, SwitchStatus};
 use crate::store::etcd::EtcdStore;
 use crate::store::memory::MemoryStore;
 use crate::store::{Leadership, Store};
-use crate::sync::links::{LinkMonitor, LinkReport};
+use crate::sync::links::LinkMonitor;
 
 /// Why the service could not start.
 #[derive(Debug, thiserror::Error)]
@@ -38,202 +37,6 @@ pub enum ServiceError {
     Tls(String),
     #[error("store: {0}")]
     Store(#[from] crate::store::StoreError),
-}
-
-/// One plan: every switch's desired state for one failed-link set.
-#[derive(Debug, Default)]
-pub struct Plan {
-    pub version: u64,
-    pub failed: BTreeSet<LinkId>,
-    pub switches: BTreeMap<u64, Arc<DesiredSwitch>>,
-}
-
-/// A switch as the API shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct SwitchStatus {
-    pub dpid: String,
-    pub name: Option<String>,
-    pub known: bool,
-    pub connected: bool,
-    pub peer: Option<String>,
-    pub role: Option<RoleWanted>,
-    pub synced: bool,
-    pub last_sync_ms: Option<f64>,
-    pub last_sync_flow_mods: Option<usize>,
-    pub flow_mods_sent: u64,
-    pub group_mods_sent: u64,
-    pub last_close_reason: Option<String>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    links: LinkMonitor,
-    switches: BTreeMap<u64, SwitchStatus>,
-    /// Connection ids per dpid currently up (a switch may reconnect before the old one closes).
-    conns: BTreeMap<u64, BTreeSet<u64>>,
-    recent_closes: VecDeque<(String, String)>,
-}
-
-/// State shared by every task.
-pub struct Shared {
-    pub cfg: Config,
-    session_cfg: SessionConfig,
-    planner: Arc<dyn PlanSource>,
-    state: Mutex<State>,
-    pub metrics: Metrics,
-    store: Arc<dyn Store>,
-    plan: watch::Sender<Arc<Plan>>,
-    leadership: watch::Receiver<Leadership>,
-    started: SystemTime,
-}
-
-impl std::fmt::Debug for Shared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
-            .field("fabric", &self.cfg.fabric)
-            .field("store", &self.store)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Shared {
-    fn state(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock is a bug elsewhere; keep serving.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The current plan.
-    pub fn plan(&self) -> Arc<Plan> {
-        self.plan.borrow().clone()
-    }
-
-    pub fn leadership(&self) -> Leadership {
-        *self.leadership.borrow()
-    }
-
-    pub fn store_kind(&self) -> &'static str {
-        self.store.kind()
-    }
-
-    pub fn store_healthy(&self) -> bool {
-        self.store.healthy()
-    }
-
-    /// Every planned switch plus unknown connected dpids.
-    pub fn switches(&self) -> Vec<SwitchStatus> {
-        let plan = self.plan();
-        let st = self.state();
-        let mut out: BTreeMap<u64, SwitchStatus> = plan
-            .switches
-            .iter()
-            .map(|(dpid, d)| {
-                (
-                    *dpid,
-                    SwitchStatus {
-                        dpid: format!("{dpid:016x}"),
-                        name: Some(d.name.clone()),
-                        known: true,
-                        connected: false,
-                        peer: None,
-                        role: None,
-                        synced: false,
-                        last_sync_ms: None,
-                        last_sync_flow_mods: None,
-                        flow_mods_sent: 0,
-                        group_mods_sent: 0,
-                        last_close_reason: None,
-                    },
-                )
-            })
-            .collect();
-        for (dpid, s) in &st.switches {
-            out.insert(*dpid, s.clone());
-        }
-        out.into_values().collect()
-    }
-
-    pub fn links(&self) -> Vec<LinkReport> {
-        self.state().links.report()
-    }
-
-    pub fn recent_closes(&self) -> Vec<(String, String)> {
-        self.state().recent_closes.iter().cloned().collect()
-    }
-
-    /// Recomputes the plan from the current failed-link set; sessions resync the switches
-    /// whose desired state changed.
-    pub fn replan(&self) {
-        let failed = self.state().links.failed();
-        let mut switches = self.planner.plan(&failed);
-        let old = self.plan();
-        let mut next = BTreeMap::new();
-        for (dpid, d) in std::mem::take(&mut switches) {
-            // Keep the old Arc for an unchanged switch (cheap comparisons downstream).
-            let arc = match old.switches.get(&dpid) {
-                Some(o) if **o == d => o.clone(),
-                _ => Arc::new(d),
-            };
-            next.insert(dpid, arc);
-        }
-        let changed: Vec<String> = next
-            .iter()
-            .filter(|(k, v)| old.switches.get(k).is_none_or(|o| !Arc::ptr_eq(o, v)))
-            .map(|(k, _)| format!("{k:016x}"))
-            .collect();
-        self.metrics.replans.inc();
-        info!(
-            failed_links = failed.len(),
-            changed_switches = changed.len(),
-            "re-planned"
-        );
-        self.plan.send_replace(Arc::new(Plan {
-            version: old.version + 1,
-            failed,
-            switches: next,
-        }));
-        self.update_link_metrics();
-    }
-
-    fn update_link_metrics(&self) {
-        let [up, down, missing, miswired] = self.state().links.counts();
-        let m = &self.metrics;
-        m.links_up.set(up as i64);
-        m.links_down.set(down as i64);
-        m.links_lldp_missing.set(missing as i64);
-        m.links_miswired.set(miswired as i64);
-    }
-
-    fn update_switch_metrics(&self) {
-        let plan = self.plan();
-        let st = self.state();
-        let connected = st.switches.values().filter(|s| s.connected).count();
-        let unknown = st
-            .switches
-            .values()
-            .filter(|s| s.connected && !s.known)
-            .count();
-        let synced: Vec<u64> = st
-            .switches
-            .iter()
-            .filter(|(_, s)| s.connected && s.synced)
-            .map(|(d, _)| *d)
-            .collect();
-        drop(st);
-        let (flows, groups) = synced
-            .iter()
-            .filter_map(|d| plan.switches.get(d))
-            .fold((0, 0), |(f, g), d| (f + d.flows.len(), g + d.groups.len()));
-        let m = &self.metrics;
-        m.switches_connected.set(connected as i64);
-        m.switches_unknown.set(unknown as i64);
-        m.switches_synced.set(synced.len() as i64);
-        m.flows_installed.set(flows as i64);
-        m.groups_installed.set(groups as i64);
-    }
-
-    pub fn uptime(&self) -> Duration {
-        self.started.elapsed().unwrap_or_default()
-    }
 }
 
 fn role_for(l: Leadership) -> RoleWanted {
@@ -268,7 +71,7 @@ impl Controller {
             ),
         };
         let tls = match &cfg.tls {
-            Some(t) => Some(crate::http::tls_acceptor(t).map_err(ServiceError::Tls)?),
+            Some(t) => Some(crate::tls::tls_acceptor(t).map_err(ServiceError::Tls)?),
             None => None,
         };
         let links = planner.links();
@@ -282,7 +85,7 @@ impl Controller {
             metrics: Metrics::default(),
             leadership: store.leadership(),
             store,
-            plan: watch::Sender::new(Arc::new(Plan::default())),
+            plan: watch::Sender::new(Arc::new(ActivePlan::default())),
             started: SystemTime::now(),
             cfg,
         });
@@ -562,7 +365,7 @@ fn handle_event(
     conn_id: u64,
     peer: SocketAddr,
     ev: Event,
-    plan_rx: &watch::Receiver<Arc<Plan>>,
+    plan_rx: &watch::Receiver<Arc<ActivePlan>>,
 ) {
     let now = Instant::now();
     let dstr = dpid
