@@ -64,7 +64,7 @@ def min_sources(fabric):
     traffic rarely puts more than one switch's worth of hosts on a link, an adversarial
     pattern puts a whole group there (Dragonfly ADV+1: a*p hosts on one global link); on a loaded
     fabric diverting the few sources of a link mostly loads other full links (mininet/README.md
-    "Session 6", which also shows the price on an idle fabric)."""
+    "The source census", which also shows the price on an idle fabric)."""
     per_switch = {}
     for h in fabric.hosts:
         per_switch[h["switch"]] = per_switch.get(h["switch"], 0) + 1
