@@ -388,18 +388,9 @@ fn handle_event(
                 st.switches.insert(
                     d,
                     SwitchStatus {
-                        dpid: format!("{d:016x}"),
-                        name: desired.as_ref().map(|x| x.name.clone()),
-                        known,
                         connected: true,
                         peer: Some(peer.to_string()),
-                        role: None,
-                        synced: false,
-                        last_sync_ms: None,
-                        last_sync_flow_mods: None,
-                        flow_mods_sent: 0,
-                        group_mods_sent: 0,
-                        last_close_reason: None,
+                        ..SwitchStatus::new(d, desired.as_ref().map(|x| x.name.clone()), known)
                     },
                 );
             }

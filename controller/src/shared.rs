@@ -51,6 +51,26 @@ pub(crate) struct State {
     pub(crate) recent_closes: VecDeque<(String, String)>,
 }
 
+impl SwitchStatus {
+    /// A switch seen for the first time: not connected, never synced.
+    pub(crate) fn new(dpid: u64, name: Option<String>, known: bool) -> Self {
+        SwitchStatus {
+            dpid: format!("{dpid:016x}"),
+            name,
+            known,
+            connected: false,
+            peer: None,
+            role: None,
+            synced: false,
+            last_sync_ms: None,
+            last_sync_flow_mods: None,
+            flow_mods_sent: 0,
+            group_mods_sent: 0,
+            last_close_reason: None,
+        }
+    }
+}
+
 /// State shared by every task.
 pub struct Shared {
     pub cfg: Config,
@@ -103,25 +123,7 @@ impl Shared {
         let mut out: BTreeMap<u64, SwitchStatus> = plan
             .switches
             .iter()
-            .map(|(dpid, d)| {
-                (
-                    *dpid,
-                    SwitchStatus {
-                        dpid: format!("{dpid:016x}"),
-                        name: Some(d.name.clone()),
-                        known: true,
-                        connected: false,
-                        peer: None,
-                        role: None,
-                        synced: false,
-                        last_sync_ms: None,
-                        last_sync_flow_mods: None,
-                        flow_mods_sent: 0,
-                        group_mods_sent: 0,
-                        last_close_reason: None,
-                    },
-                )
-            })
+            .map(|(dpid, d)| (*dpid, SwitchStatus::new(*dpid, Some(d.name.clone()), true)))
             .collect();
         for (dpid, s) in &st.switches {
             out.insert(*dpid, s.clone());
