@@ -1,15 +1,17 @@
-//! The agent's OpenFlow session with one switch, sans-IO (STYLE "quinn"): decoded messages and
-//! the time go in, messages to send come out of [`Session::poll_transmit`]. The tokio task in
+//! The agent's OpenFlow session with one switch, sans-IO (STYLE "quinn"): bytes read and the
+//! time go in, messages to send come out of [`Session::poll_transmit`]. The tokio task in
 //! [`crate::runtime`] only moves bytes and reads the clock, so a whole conversation runs in a
-//! unit test.
+//! unit test. Framing, the handshake, version negotiation, echo keepalive, xids and multipart
+//! assembly are the OpenFlow [`Channel`]'s, shared with the controller.
 //!
 //! # Life of a connection
-//! 1. [`Session::on_connected`]: HELLO, FEATURES_REQUEST, SET_CONFIG (miss_send_len, else OVS
-//!    sends a management-socket connection no asynchronous message at all, DESIGN §4),
-//!    NXT_SET_CONTROLLER_ID (the plan's agent id: OVS then delivers exactly the packet-ins of
-//!    `controller(id=…)` actions carrying that id), ROLE_REQUEST EQUAL (optional: a rejection
-//!    is counted and tolerated, the agent writes groups as EQUAL or as the default role, which on
-//!    OVS is also EQUAL), PORT_DESC, then a *plan read*: GROUP_DESC + FLOW_STATS (cookie-masked).
+//! 1. [`Session::on_connected`]: the channel's HELLO and FEATURES_REQUEST; once the switch
+//!    described itself: SET_CONFIG (miss_send_len, else OVS sends a management-socket
+//!    connection no asynchronous message at all, DESIGN §4), NXT_SET_CONTROLLER_ID (the plan's
+//!    agent id: OVS then delivers exactly the packet-ins of `controller(id=…)` actions carrying
+//!    that id), ROLE_REQUEST EQUAL (optional: a rejection is counted and tolerated, the agent
+//!    writes groups as EQUAL or as the default role, which on OVS is also EQUAL), PORT_DESC,
+//!    then a *plan read*: GROUP_DESC + FLOW_STATS (cookie-masked).
 //! 2. The plan read is learned ([`LearnedPlan::learn`]). A switch without decision points yet is
 //!    *waiting for the plan*, not an error: the read is repeated every `plan_refresh_period`.
 //!    The read is also repeated periodically, after a GROUP_MOD error, and after a PORT_STATUS,
@@ -32,12 +34,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use fabricflow_proto::cnm::Cnm;
 use fabricflow_proto::ethernet::ethertype;
 use fabricflow_proto::openflow::action::Action;
+use fabricflow_proto::openflow::channel::{Channel, ChannelConfig, CloseReason, Event};
 use fabricflow_proto::openflow::group::GroupMod;
 use fabricflow_proto::openflow::group::OFPG_ALL;
 use fabricflow_proto::openflow::message::{Body, Message};
 use fabricflow_proto::openflow::multipart::{
-    FlowStatsRequest, GroupStats, MultipartAssembler, MultipartReplyBody, PortStats, OFPG_ANY,
-    OFPP_ANY, OFPTT_ALL,
+    FlowStatsRequest, GroupStats, MultipartReplyBody, PortStats, OFPG_ANY, OFPP_ANY, OFPTT_ALL,
 };
 use fabricflow_proto::openflow::packet::{PacketIn, PacketOut};
 use fabricflow_proto::openflow::port::{OFPP_CONTROLLER, OFPP_TABLE};
@@ -55,6 +57,8 @@ use crate::PortNo;
 /// How the session talks to its switch (the `[runtime]` section, see [`crate::config`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionConfig {
+    /// Framing, handshake, echo keepalive and multipart limits of the OpenFlow channel.
+    pub channel: ChannelConfig,
     /// NXT_SET_CONTROLLER_ID: the id the plan's `controller(id=…)` actions carry.
     pub controller_id: u16,
     /// SET_CONFIG miss_send_len (≥ 128 so a whole CNM arrives; 0xffff = no buffering).
@@ -78,6 +82,7 @@ pub struct SessionConfig {
 impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
+            channel: ChannelConfig::default(),
             controller_id: fabricflow_proto::conventions::AGENT_CONTROLLER_ID,
             miss_send_len: 0xffff,
             request_role_equal: true,
@@ -201,7 +206,6 @@ pub enum RoleState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pending {
     Role,
-    Features,
     PortDesc,
     PortStats,
     /// The periodic OFPMP_GROUP read of every group.
@@ -283,11 +287,10 @@ pub struct GroupStatus {
 pub struct Session {
     cfg: SessionConfig,
     core: SwitchCore,
-    connected: bool,
-    xid: u32,
-    outbox: Vec<Message>,
-    pending: HashMap<u32, Pending>,
-    assembler: MultipartAssembler,
+    /// The connection's channel (`None`: not connected).
+    channel: Option<Channel<Pending>>,
+    /// Why the last connection closed, if the channel closed it.
+    closed: Option<CloseReason>,
     round: Option<Round>,
     round_seq: u64,
     tx_bytes: HashMap<PortNo, u64>,
@@ -311,11 +314,8 @@ impl Session {
         Ok(Session {
             core: SwitchCore::new(agent.policy.clone(), agent.weights.clone())?,
             cfg,
-            connected: false,
-            xid: 0,
-            outbox: Vec::new(),
-            pending: HashMap::new(),
-            assembler: MultipartAssembler::with_limit(1 << 20),
+            channel: None,
+            closed: None,
             round: None,
             round_seq: 0,
             tx_bytes: HashMap::new(),
@@ -332,37 +332,37 @@ impl Session {
         })
     }
 
-    fn next_xid(&mut self) -> u32 {
-        self.xid = self.xid.wrapping_add(1).max(1);
-        self.xid
-    }
-
     fn request(&mut self, kind: Pending, build: impl FnOnce(u32) -> Message) {
-        let xid = self.next_xid();
-        self.pending.insert(xid, kind);
-        self.outbox.push(build(xid));
+        if let Some(c) = self.channel.as_mut() {
+            c.request(kind, build);
+        }
     }
 
-    /// A connection to the switch is up: queues the handshake and the first plan read.
+    fn send(&mut self, build: impl FnOnce(u32) -> Message) {
+        if let Some(c) = self.channel.as_mut() {
+            c.send(build);
+        }
+    }
+
+    /// A connection to the switch is up: the channel's handshake starts (HELLO); the session's
+    /// own requests follow once the switch has described itself.
     pub fn on_connected(&mut self, now_ns: u64) {
-        self.connected = true;
         self.counters.connects += 1;
-        self.pending.clear();
-        self.assembler = MultipartAssembler::with_limit(1 << 20);
+        self.channel = Some(Channel::new(self.cfg.channel.clone(), now_ns));
+        self.closed = None;
         self.round = None;
         self.tx_bytes.clear();
         self.bucket_bytes.clear();
         self.bucket_zeroed.clear();
         self.role = RoleState::Unknown;
-        self.outbox.clear();
-        let hello_xid = self.next_xid();
-        self.outbox.push(Message::hello(hello_xid));
-        self.request(Pending::Features, Message::features_request);
-        let (flags, msl, id) = (0, self.cfg.miss_send_len, self.cfg.controller_id);
-        let xid = self.next_xid();
-        self.outbox.push(Message::set_config(xid, flags, msl));
-        let xid = self.next_xid();
-        self.outbox.push(Message::set_controller_id(xid, id));
+    }
+
+    /// The switch described itself: configure the connection and read the plan.
+    fn on_up(&mut self, datapath_id: u64, now_ns: u64) {
+        self.datapath_id = Some(datapath_id);
+        let (msl, id) = (self.cfg.miss_send_len, self.cfg.controller_id);
+        self.send(|x| Message::set_config(x, 0, msl));
+        self.send(|x| Message::set_controller_id(x, id));
         if self.cfg.request_role_equal {
             self.request(Pending::Role, |x| {
                 Message::role_request(x, ControllerRole::Equal, 0)
@@ -376,15 +376,52 @@ impl Session {
 
     /// The connection is gone. P, the planner and the last plan are kept.
     pub fn on_disconnected(&mut self) {
-        self.connected = false;
-        self.pending.clear();
+        self.channel = None;
         self.round = None;
-        self.outbox.clear();
     }
 
     /// Whether a connection is up.
     pub fn is_connected(&self) -> bool {
-        self.connected
+        self.channel.as_ref().is_some_and(|c| !c.is_closed())
+    }
+
+    /// Why the channel closed the connection (framing, version, echo timeout, …), if it did:
+    /// the shell then drops the connection and reconnects.
+    pub fn close_reason(&self) -> Option<&CloseReason> {
+        self.closed.as_ref()
+    }
+
+    /// Bytes read from the connection.
+    pub fn handle_bytes(&mut self, data: &[u8], now_ns: u64) {
+        if let Some(c) = self.channel.as_mut() {
+            c.handle_bytes(data, now_ns);
+        }
+        self.drain_channel(now_ns);
+    }
+
+    /// The peer closed its side.
+    pub fn handle_eof(&mut self, now_ns: u64) {
+        if let Some(c) = self.channel.as_mut() {
+            c.handle_eof();
+        }
+        self.drain_channel(now_ns);
+    }
+
+    fn drain_channel(&mut self, now_ns: u64) {
+        while let Some(ev) = self.channel.as_mut().and_then(Channel::poll_event) {
+            match ev {
+                Event::Up(f) => self.on_up(f.datapath_id, now_ns),
+                Event::Reply { tag, msg } => self.on_reply(tag, msg, now_ns),
+                Event::Refused { tag, xid, error } => {
+                    self.on_refused(tag, xid, &error.error, now_ns)
+                }
+                Event::Message(msg) => self.on_unsolicited(msg, now_ns),
+                Event::Closed(reason) => {
+                    tracing::warn!(%reason, "OpenFlow connection closed");
+                    self.closed = Some(reason);
+                }
+            }
+        }
     }
 
     fn start_plan_read(&mut self, now_ns: u64) {
@@ -411,22 +448,22 @@ impl Session {
         self.next_refresh_ns = now_ns.saturating_add(self.cfg.plan_refresh_period_ns);
     }
 
-    /// Messages to send, in order (drains the queue; the core's weight writes become
-    /// GROUP_MODs here).
-    pub fn poll_transmit(&mut self) -> std::vec::Drain<'_, Message> {
+    /// The next message to send (the core's weight writes become GROUP_MODs here).
+    pub fn poll_transmit(&mut self) -> Option<Message> {
         self.transmit_writes();
-        self.outbox.drain(..)
+        self.channel.as_mut().and_then(Channel::poll_transmit)
     }
 
     /// The earliest time [`on_timer`](Self::on_timer) has something to do.
     pub fn next_deadline_ns(&self) -> Option<u64> {
-        if !self.connected {
-            return None;
+        let channel = self.channel.as_ref().filter(|c| !c.is_closed())?;
+        let mut t = channel.poll_timeout().unwrap_or(u64::MAX);
+        if channel.is_up() {
+            t = t
+                .min(self.next_stats_ns)
+                .min(self.next_refresh_ns)
+                .min(self.next_tick_ns);
         }
-        let mut t = self
-            .next_stats_ns
-            .min(self.next_refresh_ns)
-            .min(self.next_tick_ns);
         if let Some(p) = self.core.next_deadline_ns() {
             t = t.min(p);
         }
@@ -435,7 +472,11 @@ impl Session {
 
     /// Runs what is due at `now_ns`: policy tick and pending writes, port-stats poll, plan read.
     pub fn on_timer(&mut self, now_ns: u64) {
-        if !self.connected {
+        if let Some(c) = self.channel.as_mut() {
+            c.handle_timeout(now_ns);
+        }
+        self.drain_channel(now_ns);
+        if !self.channel.as_ref().is_some_and(Channel::is_up) {
             return;
         }
         if now_ns >= self.next_tick_ns {
@@ -454,7 +495,11 @@ impl Session {
                     Message::group_stats_request(x, OFPG_ALL)
                 }),
             };
-            if self.core.plan().is_some() && !self.pending.values().any(|p| *p == kind) {
+            let in_flight = self
+                .channel
+                .as_ref()
+                .is_some_and(|c| c.is_pending(|p| *p == kind));
+            if self.core.plan().is_some() && !in_flight {
                 self.request(kind, build);
             }
         }
@@ -469,38 +514,42 @@ impl Session {
         }
     }
 
-    /// One decoded message from the switch.
-    pub fn on_message(&mut self, msg: &Message, now_ns: u64) {
+    /// A message the switch sent on its own (PACKET_IN, PORT_STATUS, an error to a message
+    /// that expected no answer).
+    fn on_unsolicited(&mut self, msg: Message, now_ns: u64) {
         match &msg.body {
-            Body::EchoRequest(_) => self.outbox.push(Message::echo_reply_to(msg)),
             Body::PacketIn(pi) => self.on_packet_in(pi, now_ns),
-            Body::MultipartReply(_) => self.on_multipart(msg, now_ns),
-            Body::FeaturesReply(f) => {
-                self.pending.remove(&msg.xid);
-                self.datapath_id = Some(f.datapath_id);
+            Body::Error(e) => {
+                self.counters.other_errors += 1;
+                tracing::warn!(xid = msg.xid, error = %e.error, "switch error");
             }
-            Body::RoleReply(r) => {
-                self.pending.remove(&msg.xid);
-                self.role = if r.role == ControllerRole::Equal {
-                    RoleState::Equal
-                } else {
-                    RoleState::Other
-                };
-            }
-            Body::Error(e) => self.on_error(msg.xid, &e.error, now_ns),
             // A port came or went: the plan may follow; read it again soon.
             Body::PortStatus(_) if self.round.is_none() => self.start_plan_read(now_ns),
             _ => {}
         }
     }
 
-    fn on_error(&mut self, xid: u32, error: &ErrorType, now_ns: u64) {
-        match self.pending.remove(&xid) {
-            Some(Pending::Role) => {
+    fn on_reply(&mut self, kind: Pending, msg: Message, now_ns: u64) {
+        match msg.body {
+            Body::RoleReply(r) => {
+                self.role = if r.role == ControllerRole::Equal {
+                    RoleState::Equal
+                } else {
+                    RoleState::Other
+                };
+            }
+            Body::MultipartReply(r) => self.on_multipart(kind, r.body, now_ns),
+            _ => {}
+        }
+    }
+
+    fn on_refused(&mut self, kind: Pending, xid: u32, error: &ErrorType, now_ns: u64) {
+        match kind {
+            Pending::Role => {
                 self.role = RoleState::Rejected;
                 tracing::warn!(%error, "switch refused ROLE_REQUEST EQUAL; continuing in the default role");
             }
-            Some(Pending::GroupMod(group_id)) => {
+            Pending::GroupMod(group_id) => {
                 self.counters.group_mod_errors += 1;
                 // The refused MODIFY zeroed nothing.
                 self.bucket_zeroed.remove(&group_id);
@@ -509,7 +558,7 @@ impl Session {
                     self.start_plan_read(now_ns);
                 }
             }
-            Some(Pending::GroupDesc(_) | Pending::Flows(_)) => {
+            Pending::GroupDesc(_) | Pending::Flows(_) => {
                 self.counters.other_errors += 1;
                 tracing::warn!(%error, "plan read refused");
                 self.round = None;
@@ -521,19 +570,7 @@ impl Session {
         }
     }
 
-    fn on_multipart(&mut self, msg: &Message, now_ns: u64) {
-        let body = match self.assembler.push_message(msg) {
-            Ok(Some(b)) => b,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!(error = %e, "multipart reply dropped");
-                self.pending.remove(&msg.xid);
-                return;
-            }
-        };
-        let Some(kind) = self.pending.remove(&msg.xid) else {
-            return;
-        };
+    fn on_multipart(&mut self, kind: Pending, body: MultipartReplyBody, now_ns: u64) {
         match (kind, body) {
             (Pending::PortDesc, MultipartReplyBody::PortDesc(ports)) => {
                 self.ports = ports
@@ -691,7 +728,7 @@ impl Session {
         qntz_fb: u8,
         now_ns: u64,
     ) {
-        if !self.connected {
+        if !self.is_connected() {
             return;
         }
         let sample = CongestionSample {
@@ -700,7 +737,6 @@ impl Session {
             culprit,
         };
         if self.core.on_congestion(&sample, now_ns) == CnmRoute::Fabric {
-            let xid = self.next_xid();
             let out = PacketOut::new(
                 self.cfg.cnm_inject_in_port,
                 vec![Action::Output {
@@ -709,7 +745,7 @@ impl Session {
                 }],
                 frame,
             );
-            self.outbox.push(Message::packet_out(xid, out));
+            self.send(|x| Message::packet_out(x, out));
         }
     }
 
@@ -717,6 +753,10 @@ impl Session {
     /// port/group (preceded, with the minimal-bucket byte counter, by a read of the group's
     /// counters, which the MODIFY zeroes on OVS).
     fn transmit_writes(&mut self) {
+        // Writes wait in the core while there is no switch to write to.
+        if !self.channel.as_ref().is_some_and(Channel::is_up) {
+            return;
+        }
         while let Some(w) = self.core.poll_write() {
             let Some(buckets) = self
                 .core
@@ -733,14 +773,11 @@ impl Session {
                     Message::group_stats_request(x, group_id)
                 });
             }
-            self.request(Pending::GroupMod(group_id), |x| {
-                Message::group_mod(x, GroupMod::modify_select(group_id, buckets))
-            });
-        }
-        // GROUP_MODs succeed silently; forget them after a while so `pending` stays small.
-        if self.pending.len() > 4096 {
-            self.pending
-                .retain(|_, p| !matches!(p, Pending::GroupMod(_)));
+            if let Some(c) = self.channel.as_mut() {
+                c.command(Pending::GroupMod(group_id), |x| {
+                    Message::group_mod(x, GroupMod::modify_select(group_id, buckets))
+                });
+            }
         }
     }
 
@@ -793,10 +830,10 @@ impl Session {
     /// A snapshot for the API.
     pub fn status(&self) -> SessionStatus {
         SessionStatus {
-            connected: self.connected,
+            connected: self.is_connected(),
             plan_ready: self.core.plan().is_some_and(|p| !p.is_empty()),
             datapath_id: self.datapath_id,
-            role: self.connected.then_some(self.role),
+            role: self.is_connected().then_some(self.role),
             ports: self
                 .policy()
                 .probabilities()

@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::session::SessionConfig;
+use fabricflow_proto::openflow::channel::ChannelConfig;
 
 /// Why a configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -359,14 +360,17 @@ impl Config {
     /// The session settings this configuration implies.
     pub fn session(&self) -> SessionConfig {
         SessionConfig {
+            channel: ChannelConfig {
+                max_message_len: self.max_message_len,
+                handshake_timeout: Duration::from_millis(self.handshake_timeout_ms),
+                echo_interval: Duration::from_millis(self.echo_interval_ms),
+                echo_timeout: Duration::from_millis(self.echo_timeout_ms),
+                partial_message_timeout: Duration::from_millis(self.partial_message_timeout_ms),
+                max_echo_requests_per_sec: self.max_echo_requests_per_sec,
+                ..ChannelConfig::default()
+            },
             cookie: self.cookie,
             owned_groups: self.group_id_min..=self.group_id_max,
-            max_message_len: self.max_message_len,
-            handshake_timeout: Duration::from_millis(self.handshake_timeout_ms),
-            echo_interval: Duration::from_millis(self.echo_interval_ms),
-            echo_timeout: Duration::from_millis(self.echo_timeout_ms),
-            partial_message_timeout: Duration::from_millis(self.partial_message_timeout_ms),
-            max_echo_requests_per_sec: self.max_echo_requests_per_sec,
             lldp_interval: Duration::from_millis(self.lldp_interval_ms),
             ..SessionConfig::default()
         }

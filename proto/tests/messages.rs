@@ -18,12 +18,12 @@
 )]
 
 use fabricflow_proto::openflow::bundle::{BundleCtrlType, OFPBF_ATOMIC, OFPBF_ORDERED};
+use fabricflow_proto::openflow::channel::MultipartAssembler;
 use fabricflow_proto::openflow::group::GroupType;
 use fabricflow_proto::openflow::header::MsgType;
 use fabricflow_proto::openflow::message::{Body, Message};
 use fabricflow_proto::openflow::multipart::{
-    MultipartAssembler, MultipartReplyBody as R, MultipartRequestBody as Q, OFPG_ANY, OFPP_ANY,
-    OFPTT_ALL,
+    MultipartReplyBody as R, MultipartRequestBody as Q, OFPG_ANY, OFPP_ANY, OFPTT_ALL,
 };
 use fabricflow_proto::openflow::switch::{capabilities, ControllerRole, QueueProp};
 use fabricflow_proto::openflow::symmetric::{
@@ -865,7 +865,7 @@ fn table_features_reply() {
     assert_eq!(ids.len(), 41);
     // The assembler hands the entries over once the sequence ends.
     let mut a = MultipartAssembler::new();
-    assert_eq!(a.push_message(&m).unwrap(), None);
+    assert_eq!(a.push(m.xid, r.clone()).unwrap(), None);
     let mut last = r.clone();
     last.flags = 0;
     let done = a.push(0xd5, last).unwrap().unwrap();

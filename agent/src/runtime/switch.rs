@@ -7,8 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fabricflow_proto::framer::Framer;
-use fabricflow_proto::openflow::message::Message;
+use fabricflow_proto::openflow::channel::{ChannelConfig, CloseReason};
 use fabricflow_proto::openflow::port::OFPP_CONTROLLER;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
@@ -22,6 +21,7 @@ use crate::session::{Session, SessionConfig};
 pub fn session_config(cfg: &AgentConfig) -> SessionConfig {
     let r = &cfg.runtime;
     SessionConfig {
+        channel: ChannelConfig::default(),
         controller_id: r.controller_id,
         miss_send_len: r.miss_send_len,
         request_role_equal: r.request_role_equal,
@@ -150,7 +150,6 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     cp: &mut Option<CpHandle>,
 ) -> anyhow::Result<()> {
     let (mut rd, mut wr) = tokio::io::split(stream);
-    let mut framer = Framer::new(1 << 16);
     let mut buf = vec![0u8; 1 << 16];
     let mut out = bytes::BytesMut::with_capacity(1 << 16);
     session.on_connected(now_ns());
@@ -158,11 +157,19 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     loop {
         // Send first: the reaction latency is CNM-in to GROUP_MOD-out.
         out.clear();
-        for m in session.poll_transmit() {
+        while let Some(m) = session.poll_transmit() {
             m.encode(&mut out);
         }
         if !out.is_empty() {
             wr.write_all(&out).await?;
+        }
+        // What the channel queued before closing (HELLO_FAILED) went out above.
+        if let Some(reason) = session.close_reason() {
+            // Eof after everything was read is the switch's orderly goodbye.
+            return match reason {
+                CloseReason::PeerClosed => Ok(()),
+                r => Err(anyhow::anyhow!("{r}")),
+            };
         }
         if session.take_plan_changed() {
             reconfigure_cp(name, cfg, session, reg, cnm_tx, cp);
@@ -184,16 +191,9 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             });
         tokio::select! {
             n = rd.read(&mut buf) => {
-                let n = n?;
-                if n == 0 {
-                    return Ok(());
-                }
-                framer.push(buf.get(..n).unwrap_or_default());
-                while let Some(frame) = framer.next_message()? {
-                    match Message::decode(&frame) {
-                        Ok(msg) => session.on_message(&msg, now_ns()),
-                        Err(e) => tracing::warn!(switch = %name, error = %e, "undecodable message skipped"),
-                    }
+                match n? {
+                    0 => session.handle_eof(now_ns()),
+                    n => session.handle_bytes(buf.get(..n).unwrap_or_default(), now_ns()),
                 }
             }
             _ = tokio::time::sleep_until(super::instant_of(deadline).into()) => {

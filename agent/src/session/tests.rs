@@ -30,7 +30,31 @@ fn session() -> Session {
 }
 
 fn drain(s: &mut Session) -> Vec<Message> {
-    s.poll_transmit().collect()
+    std::iter::from_fn(|| s.poll_transmit()).collect()
+}
+
+fn feed(s: &mut Session, m: &Message, now: u64) {
+    s.handle_bytes(&m.to_bytes(), now);
+}
+
+/// Connects at `now` and answers the channel's handshake (HELLO, FEATURES_REPLY of dpid 7);
+/// returns everything the session sent.
+fn connect_at(s: &mut Session, now: u64) -> Vec<Message> {
+    s.on_connected(now);
+    feed(s, &Message::hello(0xfff0), now);
+    let mut sent = drain(s);
+    let fx = xid_of(&sent, |b| matches!(b, Body::FeaturesRequest));
+    let features = fabricflow_proto::openflow::switch::FeaturesReply {
+        datapath_id: 7,
+        n_buffers: 0,
+        n_tables: 254,
+        auxiliary_id: 0,
+        capabilities: 0,
+        reserved: 0,
+    };
+    feed(s, &Message::new(fx, Body::FeaturesReply(features)), now);
+    sent.extend(drain(s));
+    sent
 }
 
 fn xid_of(msgs: &[Message], pred: impl Fn(&Body) -> bool) -> u32 {
@@ -84,8 +108,7 @@ fn running(groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
 }
 
 fn connect(mut s: Session, groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
-    s.on_connected(0);
-    let hs = drain(&mut s);
+    let hs = connect_at(&mut s, 0);
     let gx = xid_of(
         &hs,
         |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc)),
@@ -94,11 +117,13 @@ fn connect(mut s: Session, groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
         &hs,
         |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))),
     );
-    s.on_message(
+    feed(
+        &mut s,
         &Message::multipart_reply(gx, 0, MultipartReplyBody::GroupDesc(groups)),
         MS,
     );
-    s.on_message(
+    feed(
+        &mut s,
         &Message::multipart_reply(fx, 0, MultipartReplyBody::Flow(plan_flows())),
         MS,
     );
@@ -162,13 +187,16 @@ fn handshake_configures_the_connection_and_reads_the_plan() {
     let mut s = session();
     assert_eq!(s.next_deadline_ns(), None);
     s.on_connected(0);
-    let names: Vec<&str> = drain(&mut s).iter().map(|m| m.body.name()).collect();
+    let first: Vec<&str> = drain(&mut s).iter().map(|m| m.body.name()).collect();
+    assert_eq!(
+        first,
+        vec!["OFPT_HELLO"],
+        "nothing else before the switch's HELLO"
+    );
+    let mut s = session();
+    let msgs = connect_at(&mut s, 0);
+    let names: Vec<&str> = msgs.iter().map(|m| m.body.name()).collect();
     assert_eq!(names.len(), 8, "{names:?}");
-    let msgs = {
-        let mut s = session();
-        s.on_connected(0);
-        drain(&mut s)
-    };
     assert!(matches!(msgs[0].body, Body::Hello(_)));
     assert!(matches!(msgs[1].body, Body::FeaturesRequest));
     assert!(matches!(&msgs[2].body, Body::SetConfig(c) if c.miss_send_len == 0xffff));
@@ -187,7 +215,7 @@ fn handshake_configures_the_connection_and_reads_the_plan() {
     }
     // Echo is answered.
     let echo = Message::echo_request(5, vec![1, 2]);
-    s.on_message(&echo, 1);
+    feed(&mut s, &echo, 1);
     assert!(matches!(drain(&mut s)[0].body, Body::EchoReply(_)));
 }
 
@@ -200,7 +228,7 @@ fn learns_the_plan_then_a_cnm_on_a_fabric_port_rewrites_weights_keeping_structur
         "installed weights match P = 100: nothing to write"
     );
     assert_eq!(s.policy().ports(), &[3, 4, 5]);
-    s.on_message(&packet_in(3, cnm_frame(63)), 2 * MS);
+    feed(&mut s, &packet_in(3, cnm_frame(63)), 2 * MS);
     let p = s.policy().p_percent(3).unwrap();
     assert!((p - 50.78125).abs() < 1e-9, "{p}");
     let sent = drain(&mut s);
@@ -233,37 +261,36 @@ fn learns_the_plan_then_a_cnm_on_a_fabric_port_rewrites_weights_keeping_structur
 #[test]
 fn cnms_from_host_ports_malformed_or_before_the_plan_are_counted_and_dropped() {
     let mut s = session();
-    s.on_connected(0);
-    drain(&mut s);
-    s.on_message(&packet_in(3, cnm_frame(63)), MS);
+    connect_at(&mut s, 0);
+    feed(&mut s, &packet_in(3, cnm_frame(63)), MS);
     assert_eq!(s.counters().cnm_dropped.get(&DropReason::NoPlan), Some(&1));
 
     let (mut s, _) = running(plan_groups());
     drain(&mut s);
     // Port 1 is a host port: not in any bucket nor transit flow.
-    s.on_message(&packet_in(1, cnm_frame(63)), 2 * MS);
+    feed(&mut s, &packet_in(1, cnm_frame(63)), 2 * MS);
     // Version 1: malformed.
     let mut bad = cnm_frame(63);
     bad[14] = 0x10;
-    s.on_message(&packet_in(3, bad), 3 * MS);
+    feed(&mut s, &packet_in(3, bad), 3 * MS);
     // Truncated by the switch.
     let full = cnm_frame(63);
     let mut pi = packet_in(3, full[..20].to_vec());
     if let Body::PacketIn(p) = &mut pi.body {
         p.total_len = 60;
     }
-    s.on_message(&pi, 4 * MS);
+    feed(&mut s, &pi, 4 * MS);
     // Not a CNM at all.
     let mut arp = cnm_frame(1);
     arp[12] = 0x08;
     arp[13] = 0x06;
-    s.on_message(&packet_in(4, arp), 5 * MS);
+    feed(&mut s, &packet_in(4, arp), 5 * MS);
     // No IN_PORT.
     let mut nip = packet_in(3, cnm_frame(63));
     if let Body::PacketIn(p) = &mut nip.body {
         p.r#match = Match::new();
     }
-    s.on_message(&nip, 6 * MS);
+    feed(&mut s, &nip, 6 * MS);
     let d = &s.counters().cnm_dropped;
     assert_eq!(d.get(&DropReason::NotFabricPort), Some(&1));
     assert_eq!(d.get(&DropReason::Malformed), Some(&1));
@@ -292,7 +319,8 @@ fn a_switch_without_the_plan_is_waited_for() {
 fn role_rejection_is_tolerated_and_group_mod_errors_trigger_a_plan_read() {
     let (mut s, hs) = running(plan_groups());
     let rx = xid_of(&hs, |b| matches!(b, Body::RoleRequest(_)));
-    s.on_message(
+    feed(
+        &mut s,
         &Message::new(
             rx,
             Body::Error(ErrorMsg {
@@ -304,10 +332,11 @@ fn role_rejection_is_tolerated_and_group_mod_errors_trigger_a_plan_read() {
     );
     assert_eq!(s.status().role, Some(RoleState::Rejected));
     drain(&mut s);
-    s.on_message(&packet_in(3, cnm_frame(63)), 2 * MS);
+    feed(&mut s, &packet_in(3, cnm_frame(63)), 2 * MS);
     let sent = drain(&mut s);
     let gm = xid_of(&sent, |b| matches!(b, Body::GroupMod(_)));
-    s.on_message(
+    feed(
+        &mut s,
         &Message::new(
             gm,
             Body::Error(ErrorMsg {
@@ -325,7 +354,7 @@ fn role_rejection_is_tolerated_and_group_mod_errors_trigger_a_plan_read() {
 #[test]
 fn port_stats_deltas_feed_the_byte_counter() {
     let (mut s, _) = running(plan_groups());
-    s.on_message(&packet_in(3, cnm_frame(63)), 2 * MS);
+    feed(&mut s, &packet_in(3, cnm_frame(63)), 2 * MS);
     drain(&mut s);
     let stats = |tx: u64| {
         MultipartReplyBody::PortStats(vec![PortStats {
@@ -342,7 +371,7 @@ fn port_stats_deltas_feed_the_byte_counter() {
             &msgs,
             |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::PortStats { .. })),
         );
-        s.on_message(&Message::multipart_reply(x, 0, stats(tx)), now);
+        feed(&mut s, &Message::multipart_reply(x, 0, stats(tx)), now);
     }
     let p = s.policy().p_percent(3).unwrap();
     assert!(
@@ -355,12 +384,11 @@ fn port_stats_deltas_feed_the_byte_counter() {
 #[test]
 fn relearning_an_unchanged_plan_writes_nothing_and_keeps_p() {
     let (mut s, _) = running(plan_groups());
-    s.on_message(&packet_in(3, cnm_frame(63)), 2 * MS);
+    feed(&mut s, &packet_in(3, cnm_frame(63)), 2 * MS);
     drain(&mut s);
     // Reconnect (bridge re-created with the weights we wrote).
     s.on_disconnected();
-    s.on_connected(10 * MS);
-    let hs = drain(&mut s);
+    let hs = connect_at(&mut s, 10 * MS);
     let gx = xid_of(
         &hs,
         |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc)),
@@ -373,11 +401,13 @@ fn relearning_an_unchanged_plan_writes_nothing_and_keeps_p() {
     for (b, w) in g[0].buckets.iter_mut().zip([129, 126, 1]) {
         b.weight = w;
     }
-    s.on_message(
+    feed(
+        &mut s,
         &Message::multipart_reply(gx, 0, MultipartReplyBody::GroupDesc(g)),
         11 * MS,
     );
-    s.on_message(
+    feed(
+        &mut s,
         &Message::multipart_reply(fx, 0, MultipartReplyBody::Flow(plan_flows())),
         11 * MS,
     );
@@ -385,8 +415,7 @@ fn relearning_an_unchanged_plan_writes_nothing_and_keeps_p() {
     assert!((s.policy().p_percent(3).unwrap() - 50.78125).abs() < 1e-9);
     // A re-created bridge with the controller's initial weights gets P's weights back.
     s.on_disconnected();
-    s.on_connected(20 * MS);
-    let hs = drain(&mut s);
+    let hs = connect_at(&mut s, 20 * MS);
     let gx = xid_of(
         &hs,
         |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc)),
@@ -395,11 +424,13 @@ fn relearning_an_unchanged_plan_writes_nothing_and_keeps_p() {
         &hs,
         |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))),
     );
-    s.on_message(
+    feed(
+        &mut s,
         &Message::multipart_reply(gx, 0, MultipartReplyBody::GroupDesc(plan_groups())),
         21 * MS,
     );
-    s.on_message(
+    feed(
+        &mut s,
         &Message::multipart_reply(fx, 0, MultipartReplyBody::Flow(plan_flows())),
         21 * MS,
     );
@@ -414,8 +445,7 @@ fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
     agent.weights.min_update_interval_us = 0;
     agent.policy.variant = crate::policy::Variant::SourceProcessing;
     let mut s = Session::new(SessionConfig::default(), &agent).unwrap();
-    s.on_connected(0);
-    let hs = drain(&mut s);
+    let hs = connect_at(&mut s, 0);
     let gx = xid_of(
         &hs,
         |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc)),
@@ -424,18 +454,20 @@ fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
         &hs,
         |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))),
     );
-    s.on_message(
+    feed(
+        &mut s,
         &Message::multipart_reply(gx, 0, MultipartReplyBody::GroupDesc(plan_groups())),
         MS,
     );
-    s.on_message(
+    feed(
+        &mut s,
         &Message::multipart_reply(fx, 0, MultipartReplyBody::Flow(plan_flows())),
         MS,
     );
     drain(&mut s);
     let frame = cnm_frame(40);
     // Culprit towards group 7, whose decision point is port 3.
-    s.on_message(&Message::hello(1), MS);
+    feed(&mut s, &Message::hello(1), MS);
     assert_eq!(
         s.policy().candidates(3),
         vec![4],
@@ -543,7 +575,7 @@ fn minimal_bucket_bytes_feed_the_byte_counter_across_weight_writes() {
         ..SessionConfig::default()
     };
     let (mut s, _) = connect(Session::new(cfg, &agent).unwrap(), plan_groups());
-    s.on_message(&packet_in(3, cnm_frame(63)), 2 * MS);
+    feed(&mut s, &packet_in(3, cnm_frame(63)), 2 * MS);
     let msgs = drain(&mut s);
     // The write is preceded by a read of that group's counters (OVS zeroes them on MODIFY).
     let at = msgs
@@ -552,7 +584,7 @@ fn minimal_bucket_bytes_feed_the_byte_counter_across_weight_writes() {
         .unwrap();
     assert!(at > 0 && is_group_stats(&msgs[at - 1].body, 1003));
     // Bytes before the write: only a baseline (the first reading).
-    s.on_message(&group_stats_reply(msgs[at - 1].xid, 10_000), 3 * MS);
+    feed(&mut s, &group_stats_reply(msgs[at - 1].xid, 10_000), 3 * MS);
     assert!((s.policy().p_percent(3).unwrap() - 50.78125).abs() < 1e-9);
 
     // The periodic read asks for every group and no port statistics; the MODIFY zeroed the
@@ -562,7 +594,7 @@ fn minimal_bucket_bytes_feed_the_byte_counter_across_weight_writes() {
     assert!(!msgs.iter().any(|m| matches!(&m.body, Body::MultipartRequest(r)
         if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::PortStats { .. }))));
     let x = xid_of(&msgs, |b| is_group_stats(b, OFPG_ALL));
-    s.on_message(&group_stats_reply(x, 3 * 150_000), 200 * MS);
+    feed(&mut s, &group_stats_reply(x, 3 * 150_000), 200 * MS);
     let p = s.policy().p_percent(3).unwrap();
     assert!(
         (p - 53.78125).abs() < 1e-9,
@@ -581,9 +613,13 @@ fn minimal_bucket_bytes_feed_the_byte_counter_across_weight_writes() {
         .unwrap();
     assert!(is_group_stats(&msgs[at - 1].body, 1003));
     let periodic = xid_of(&msgs, |b| is_group_stats(b, OFPG_ALL));
-    s.on_message(&group_stats_reply(msgs[at - 1].xid, 550_000), 300 * MS);
+    feed(
+        &mut s,
+        &group_stats_reply(msgs[at - 1].xid, 550_000),
+        300 * MS,
+    );
     assert!((s.policy().p_percent(3).unwrap() - p).abs() < 1e-9);
-    s.on_message(&group_stats_reply(periodic, 60_000), 300 * MS);
+    feed(&mut s, &group_stats_reply(periodic, 60_000), 300 * MS);
     let q = s.policy().p_percent(3).unwrap();
     assert!((q - (p + 1.0)).abs() < 1e-9, "one more increase: {q}");
 
@@ -595,8 +631,13 @@ fn minimal_bucket_bytes_feed_the_byte_counter_across_weight_writes() {
         .position(|m| matches!(m.body, Body::GroupMod(_)))
         .unwrap();
     let periodic = xid_of(&msgs, |b| is_group_stats(b, OFPG_ALL));
-    s.on_message(&group_stats_reply(msgs[at - 1].xid, 70_000), 400 * MS);
-    s.on_message(
+    feed(
+        &mut s,
+        &group_stats_reply(msgs[at - 1].xid, 70_000),
+        400 * MS,
+    );
+    feed(
+        &mut s,
         &Message::new(
             msgs[at].xid,
             Body::Error(ErrorMsg {
@@ -608,7 +649,7 @@ fn minimal_bucket_bytes_feed_the_byte_counter_across_weight_writes() {
     );
     // 20 000 + 270 000 octets since the last increase: one more; had the counter been taken as
     // zeroed, 20 000 + 340 000 would give two.
-    s.on_message(&group_stats_reply(periodic, 340_000), 400 * MS);
+    feed(&mut s, &group_stats_reply(periodic, 340_000), 400 * MS);
     let r = s.policy().p_percent(3).unwrap();
     assert!(
         (r - (q + 1.0)).abs() < 1e-9,

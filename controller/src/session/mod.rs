@@ -21,65 +21,46 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fabricflow_proto::framer::Framer;
 use fabricflow_proto::openflow::action::Action;
+use fabricflow_proto::openflow::channel::{Channel, ChannelConfig, Event as ChannelEvent};
 use fabricflow_proto::openflow::message::{Body, Message};
-use fabricflow_proto::openflow::multipart::{
-    FlowStats, GroupDesc, MultipartAssembler, MultipartReplyBody,
-};
+use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc, MultipartReplyBody};
 use fabricflow_proto::openflow::packet::PacketOut;
 use fabricflow_proto::openflow::port::{config, state, Port, PortReason, OFPP_CONTROLLER};
 use fabricflow_proto::openflow::switch::{AsyncConfig, ControllerRole};
-use fabricflow_proto::openflow::OFP_VERSION;
 use serde::Serialize;
 
 use crate::desired::{DesiredSwitch, Endpoint};
 use crate::sync::diff::{diff, flow_dump_request, OwnedGroups};
 
+pub use fabricflow_proto::openflow::channel::CloseReason;
+
 /// Timeouts and limits of a session.
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
+    /// Framing, handshake, echo and multipart limits of the OpenFlow channel.
+    pub channel: ChannelConfig,
     /// Cookie of every controller flow (dump filter, deletes).
     pub cookie: u64,
     /// Group ids owned by the controller besides the planned ones.
     pub owned_groups: OwnedGroups,
-    /// Longest accepted OpenFlow message (bytes, ≤ 65535).
-    pub max_message_len: usize,
-    /// HELLO + FEATURES must complete within this.
-    pub handshake_timeout: Duration,
-    /// Idle time after which we send ECHO_REQUEST.
-    pub echo_interval: Duration,
-    /// An ECHO_REQUEST unanswered for this long closes the connection.
-    pub echo_timeout: Duration,
-    /// Bytes of an incomplete message with no further byte for this long close the connection.
-    pub partial_message_timeout: Duration,
-    /// More ECHO_REQUESTs than this per second from the peer close the connection.
-    pub max_echo_requests_per_sec: u32,
     /// Period of LLDP probes on fabric ports.
     pub lldp_interval: Duration,
     /// A sync (dump → barrier) taking longer than this closes the connection.
     pub sync_timeout: Duration,
     /// Delay before retrying a sync the switch refused.
     pub sync_retry: Duration,
-    /// Largest multipart sequence accepted (entries).
-    pub max_multipart_entries: usize,
 }
 
 impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
+            channel: ChannelConfig::default(),
             cookie: crate::plan::DEFAULT_COOKIE,
             owned_groups: 1000..=999_999,
-            max_message_len: 65535,
-            handshake_timeout: Duration::from_secs(10),
-            echo_interval: Duration::from_secs(5),
-            echo_timeout: Duration::from_secs(15),
-            partial_message_timeout: Duration::from_secs(10),
-            max_echo_requests_per_sec: 100,
             lldp_interval: Duration::from_secs(1),
             sync_timeout: Duration::from_secs(60),
             sync_retry: Duration::from_secs(2),
-            max_multipart_entries: 1_000_000,
         }
     }
 }
@@ -105,53 +86,6 @@ impl RoleWanted {
             RoleWanted::Equal => (ControllerRole::Equal, 0),
             RoleWanted::Master { generation } => (ControllerRole::Master, generation),
             RoleWanted::Slave { generation } => (ControllerRole::Slave, generation),
-        }
-    }
-}
-
-/// Why a session closed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CloseReason {
-    PeerClosed,
-    PeerClosedMidMessage { buffered: usize },
-    Framing(String),
-    Decode(String),
-    NotOpenFlow,
-    VersionMismatch(String),
-    UnexpectedBeforeHello(String),
-    HandshakeTimeout(&'static str),
-    EchoTimeout,
-    EchoFlood { per_sec: u32 },
-    PartialMessageStalled { buffered: usize },
-    SyncTimeout,
-    Multipart(String),
-    Io(String),
-}
-
-impl std::fmt::Display for CloseReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::PeerClosed => write!(f, "peer closed the connection"),
-            Self::PeerClosedMidMessage { buffered } => {
-                write!(f, "peer closed mid-message ({buffered} bytes of an incomplete message)")
-            }
-            Self::Framing(e) => write!(f, "framing error: {e}"),
-            Self::Decode(e) => write!(f, "undecodable message: {e}"),
-            Self::NotOpenFlow => write!(f, "garbage: first bytes are not an OpenFlow HELLO"),
-            Self::VersionMismatch(e) => write!(f, "version negotiation failed: {e}"),
-            Self::UnexpectedBeforeHello(m) => write!(f, "{m} before HELLO"),
-            Self::HandshakeTimeout(p) => write!(f, "handshake timed out waiting for {p}"),
-            Self::EchoTimeout => write!(f, "echo reply timed out"),
-            Self::EchoFlood { per_sec } => {
-                write!(f, "echo flood: more than {per_sec} ECHO_REQUESTs per second")
-            }
-            Self::PartialMessageStalled { buffered } => write!(
-                f,
-                "message longer than its stream: {buffered} bytes of an incomplete message and no more"
-            ),
-            Self::SyncTimeout => write!(f, "sync timed out"),
-            Self::Multipart(e) => write!(f, "multipart reply: {e}"),
-            Self::Io(e) => write!(f, "i/o: {e}"),
         }
     }
 }
@@ -201,28 +135,30 @@ pub enum Event {
     },
 }
 
+/// What a request to the switch was for (the channel hands it back with the answer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    AwaitHello,
-    AwaitFeatures,
-    Up,
-    Closed,
+enum Req {
+    PortDesc,
+    /// The `n`th ROLE_REQUEST: only the latest one's answer counts.
+    Role(u64),
+    /// The dumps of sync `n`.
+    DumpFlows(u64),
+    DumpGroups(u64),
+    /// A bundle message of sync `n`.
+    SyncMod(u64),
+    /// The barrier closing sync `n`.
+    SyncBarrier(u64),
 }
 
 #[derive(Debug)]
 enum SyncState {
     Idle,
     Dumping {
-        flows_xid: u32,
-        groups_xid: u32,
         flows: Option<Vec<FlowStats>>,
         groups: Option<Vec<GroupDesc>>,
         started: Instant,
     },
     Applying {
-        first_xid: u32,
-        last_xid: u32,
-        barrier_xid: u32,
         failed: Option<String>,
         flow_mods: usize,
         group_mods: usize,
@@ -245,28 +181,24 @@ pub struct SessionCounters {
 #[derive(Debug)]
 pub struct Session {
     cfg: SessionConfig,
-    phase: Phase,
-    framer: Framer,
-    outbox: VecDeque<Message>,
+    /// The channel's clock is nanoseconds since this instant.
+    origin: Instant,
+    channel: Channel<Req>,
+    closed: bool,
     events: VecDeque<Event>,
-    next_xid: u32,
     next_bundle_id: u32,
-    started_at: Instant,
     dpid: Option<u64>,
     desired: Option<Arc<DesiredSwitch>>,
     desired_known: bool,
     role_wanted: RoleWanted,
     role_granted: Option<RoleWanted>,
-    role_xid: Option<u32>,
+    role_seq: u64,
+    /// Sync generation: answers tagged with an older one are ignored.
+    sync_seq: u64,
     sync: SyncState,
     dirty: bool,
     synced: bool,
     retry_at: Option<Instant>,
-    assembler: MultipartAssembler,
-    port_desc_xid: Option<u32>,
-    last_rx: Instant,
-    echo_outstanding: Option<(u32, Instant)>,
-    echo_window: (Instant, u32),
     next_lldp_at: Option<Instant>,
     counters: SessionCounters,
 }
@@ -274,38 +206,27 @@ pub struct Session {
 impl Session {
     /// A session for a fresh connection; HELLO is queued at once.
     pub fn new(cfg: SessionConfig, role: RoleWanted, now: Instant) -> Self {
-        let framer = Framer::new(cfg.max_message_len);
-        let max_entries = cfg.max_multipart_entries;
-        let mut s = Session {
+        Session {
+            channel: Channel::new(cfg.channel.clone(), 0),
             cfg,
-            phase: Phase::AwaitHello,
-            framer,
-            outbox: VecDeque::new(),
+            origin: now,
+            closed: false,
             events: VecDeque::new(),
-            next_xid: 1,
             next_bundle_id: 1,
-            started_at: now,
             dpid: None,
             desired: None,
             desired_known: false,
             role_wanted: role,
             role_granted: None,
-            role_xid: None,
+            role_seq: 0,
+            sync_seq: 0,
             sync: SyncState::Idle,
             dirty: true,
             synced: false,
             retry_at: None,
-            assembler: MultipartAssembler::with_limit(max_entries),
-            port_desc_xid: None,
-            last_rx: now,
-            echo_outstanding: None,
-            echo_window: (now, 0),
             next_lldp_at: None,
             counters: SessionCounters::default(),
-        };
-        let x = s.xid();
-        s.send(Message::hello(x));
-        s
+        }
     }
 
     // ---- accessors ---------------------------------------------------------------------------
@@ -314,7 +235,7 @@ impl Session {
         self.dpid
     }
     pub fn is_closed(&self) -> bool {
-        self.phase == Phase::Closed
+        self.closed
     }
     /// Whether the switch held the desired state at the last completed sync and nothing
     /// changed since.
@@ -325,7 +246,10 @@ impl Session {
         self.role_granted
     }
     pub fn counters(&self) -> SessionCounters {
-        self.counters
+        SessionCounters {
+            echo_requests_received: self.channel.counters().echo_requests_received,
+            ..self.counters
+        }
     }
     pub fn desired(&self) -> Option<&Arc<DesiredSwitch>> {
         self.desired.as_ref()
@@ -333,7 +257,7 @@ impl Session {
 
     /// The next message to write.
     pub fn poll_transmit(&mut self) -> Option<Message> {
-        self.outbox.pop_front()
+        self.channel.poll_transmit()
     }
 
     /// The next event for the shell.
@@ -343,120 +267,53 @@ impl Session {
 
     /// When [`handle_timeout`](Self::handle_timeout) must next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.phase == Phase::Closed {
+        if self.closed {
             return None;
         }
-        let mut t = vec![self.last_rx + self.cfg.echo_interval];
-        if self.phase != Phase::Up {
-            t.push(self.started_at + self.cfg.handshake_timeout);
-        }
-        if let Some((_, sent)) = self.echo_outstanding {
-            t.push(sent + self.cfg.echo_timeout);
-        }
-        if self.framer.buffered() > 0 {
-            t.push(self.last_rx + self.cfg.partial_message_timeout);
-        }
-        if let Some(r) = self.retry_at {
-            t.push(r);
-        }
-        if let Some(l) = self.next_lldp_at {
-            t.push(l);
-        }
-        match &self.sync {
+        let sync_deadline = match &self.sync {
             SyncState::Dumping { started, .. } | SyncState::Applying { started, .. } => {
-                t.push(*started + self.cfg.sync_timeout)
+                Some(*started + self.cfg.sync_timeout)
             }
-            SyncState::Idle => {}
-        }
-        t.into_iter().min()
+            SyncState::Idle => None,
+        };
+        [
+            self.channel.poll_timeout().map(|t| self.instant(t)),
+            self.retry_at,
+            self.next_lldp_at,
+            sync_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     // ---- inputs ------------------------------------------------------------------------------
 
     /// Bytes read from the connection.
     pub fn handle_bytes(&mut self, data: &[u8], now: Instant) {
-        if self.phase == Phase::Closed {
-            return;
-        }
-        self.last_rx = now;
-        self.framer.push(data);
-        // Anything that is not an OpenFlow HELLO at the very start is garbage (an HTTP client,
-        // a port scanner): refuse it at once instead of waiting for a length that never comes.
-        if self.phase == Phase::AwaitHello
-            && self.framer.stream_offset() == 0
-            && self.framer.buffered() == data.len()
-        {
-            let mut head = [0u8; 2];
-            let n = data.len().min(2);
-            if let (Some(dst), Some(src)) = (head.get_mut(..n), data.get(..n)) {
-                dst.copy_from_slice(src);
-            }
-            let version_ok = n < 1 || (1..=6).contains(&head[0]);
-            let type_ok = n < 2 || head[1] == 0;
-            if !(version_ok && type_ok) {
-                self.close(CloseReason::NotOpenFlow);
-                return;
-            }
-        }
-        loop {
-            match self.framer.next_message() {
-                Ok(Some(frame)) => match Message::decode(&frame) {
-                    Ok(msg) => self.handle_message(msg, now),
-                    Err(e) => {
-                        let head = hex_prefix(&frame);
-                        self.close(CloseReason::Decode(format!("{e} (bytes {head})")));
-                    }
-                },
-                Ok(None) => break,
-                Err(e) => self.close(CloseReason::Framing(e.to_string())),
-            }
-            if self.phase == Phase::Closed {
-                return;
-            }
-        }
+        self.channel.handle_bytes(data, self.ns(now));
+        self.drain_channel(now);
     }
 
     /// The peer closed its side.
     pub fn handle_eof(&mut self) {
-        let buffered = self.framer.buffered();
-        if buffered > 0 {
-            self.close(CloseReason::PeerClosedMidMessage { buffered });
-        } else {
-            self.close(CloseReason::PeerClosed);
-        }
+        self.channel.handle_eof();
+        self.drain_channel(self.origin);
     }
 
     /// An I/O error on the connection.
     pub fn handle_io_error(&mut self, e: String) {
-        self.close(CloseReason::Io(e));
+        self.channel.handle_io_error(e);
+        self.drain_channel(self.origin);
     }
 
-    /// Timers: handshake, echo, stalled partial messages, LLDP, sync retry and timeout.
+    /// Timers: the channel's (handshake, echo, stalled partial messages), LLDP, sync retry and
+    /// timeout.
     pub fn handle_timeout(&mut self, now: Instant) {
-        if self.phase == Phase::Closed {
+        self.channel.handle_timeout(self.ns(now));
+        self.drain_channel(now);
+        if self.closed {
             return;
-        }
-        let buffered = self.framer.buffered();
-        if buffered > 0 && now >= self.last_rx + self.cfg.partial_message_timeout {
-            return self.close(CloseReason::PartialMessageStalled { buffered });
-        }
-        match self.phase {
-            Phase::AwaitHello if now >= self.started_at + self.cfg.handshake_timeout => {
-                return self.close(CloseReason::HandshakeTimeout("HELLO"));
-            }
-            Phase::AwaitFeatures if now >= self.started_at + self.cfg.handshake_timeout => {
-                return self.close(CloseReason::HandshakeTimeout("FEATURES_REPLY"));
-            }
-            _ => {}
-        }
-        if let Some((_, sent)) = self.echo_outstanding {
-            if now >= sent + self.cfg.echo_timeout {
-                return self.close(CloseReason::EchoTimeout);
-            }
-        } else if self.phase == Phase::Up && now >= self.last_rx + self.cfg.echo_interval {
-            let x = self.xid();
-            self.echo_outstanding = Some((x, now));
-            self.send(Message::echo_request(x, Vec::new()));
         }
         let sync_started = match &self.sync {
             SyncState::Dumping { started, .. } | SyncState::Applying { started, .. } => {
@@ -464,22 +321,17 @@ impl Session {
             }
             SyncState::Idle => None,
         };
-        if let Some(s) = sync_started {
-            if now >= s + self.cfg.sync_timeout {
-                return self.close(CloseReason::SyncTimeout);
-            }
+        if sync_started.is_some_and(|s| now >= s + self.cfg.sync_timeout) {
+            self.channel.close(CloseReason::Timeout("sync"));
+            return self.drain_channel(now);
         }
-        if let Some(r) = self.retry_at {
-            if now >= r {
-                self.retry_at = None;
-                self.maybe_sync(now);
-            }
+        if self.retry_at.is_some_and(|r| now >= r) {
+            self.retry_at = None;
+            self.maybe_sync(now);
         }
-        if let Some(l) = self.next_lldp_at {
-            if now >= l {
-                self.send_lldp_probes();
-                self.next_lldp_at = Some(now + self.cfg.lldp_interval);
-            }
+        if self.next_lldp_at.is_some_and(|l| now >= l) {
+            self.send_lldp_probes();
+            self.next_lldp_at = Some(now + self.cfg.lldp_interval);
         }
     }
 
@@ -505,7 +357,7 @@ impl Session {
             return;
         }
         self.role_wanted = role;
-        if self.phase == Phase::Up {
+        if self.channel.is_up() {
             self.send_role_request();
         }
         if !role.writes() {
@@ -516,101 +368,67 @@ impl Session {
 
     // ---- internals ---------------------------------------------------------------------------
 
-    fn xid(&mut self) -> u32 {
-        let x = self.next_xid;
-        self.next_xid = self.next_xid.wrapping_add(1).max(1);
-        x
+    fn ns(&self, t: Instant) -> u64 {
+        u64::try_from(t.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
     }
 
-    fn send(&mut self, m: Message) {
-        match &m.body {
+    fn instant(&self, ns: u64) -> Instant {
+        self.origin + Duration::from_nanos(ns)
+    }
+
+    fn count_mod(&mut self, m: &Message) {
+        let inner = match &m.body {
+            Body::BundleAdd(b) => &b.message.body,
+            b => b,
+        };
+        match inner {
             Body::FlowMod(_) => self.counters.flow_mods_sent += 1,
             Body::GroupMod(_) => self.counters.group_mods_sent += 1,
-            Body::BundleAdd(b) => match b.message.body {
-                Body::FlowMod(_) => self.counters.flow_mods_sent += 1,
-                Body::GroupMod(_) => self.counters.group_mods_sent += 1,
-                _ => {}
-            },
             _ => {}
         }
-        self.outbox.push_back(m);
     }
 
-    fn close(&mut self, reason: CloseReason) {
-        if self.phase == Phase::Closed {
-            return;
-        }
-        self.phase = Phase::Closed;
-        self.events.push_back(Event::Closed { reason });
-    }
-
-    fn handle_message(&mut self, msg: Message, now: Instant) {
-        if self.phase == Phase::AwaitHello {
-            let Body::Hello(h) = &msg.body else {
-                return self.close(CloseReason::UnexpectedBeforeHello(
-                    msg.body.name().to_string(),
-                ));
-            };
-            if !h.supports(msg.version, OFP_VERSION) {
-                let versions = h
-                    .version_bitmap()
-                    .map(|b| format!("{:?}", b.versions()))
-                    .unwrap_or_else(|| format!("up to {:#x}", msg.version));
-                let why = format!("peer speaks {versions}, we need OpenFlow 1.3 (0x04)");
-                let x = self.xid();
-                self.send(Message::hello_failed(x, msg.version, &why));
-                return self.close(CloseReason::VersionMismatch(why));
-            }
-            self.phase = Phase::AwaitFeatures;
-            let x = self.xid();
-            self.send(Message::features_request(x));
-            return;
-        }
-        match msg.body {
-            Body::EchoRequest(_) => {
-                self.counters.echo_requests_received += 1;
-                let (start, count) = self.echo_window;
-                if now.duration_since(start) >= Duration::from_secs(1) {
-                    self.echo_window = (now, 1);
-                } else {
-                    self.echo_window = (start, count + 1);
-                    if count + 1 > self.cfg.max_echo_requests_per_sec {
-                        let per_sec = self.cfg.max_echo_requests_per_sec;
-                        return self.close(CloseReason::EchoFlood { per_sec });
-                    }
+    fn drain_channel(&mut self, now: Instant) {
+        while let Some(ev) = self.channel.poll_event() {
+            match ev {
+                ChannelEvent::Up(f) => self.on_up(f.datapath_id, f.n_tables),
+                ChannelEvent::Reply { tag, msg } => self.on_reply(tag, msg, now),
+                ChannelEvent::Refused { tag, xid, error } => {
+                    let text = format!("{} (xid {xid:#x})", error.error);
+                    self.on_refused(tag, text, now);
                 }
-                let reply = Message::echo_reply_to(&msg);
-                self.send(reply);
+                ChannelEvent::Message(msg) => self.on_unsolicited(msg),
+                ChannelEvent::Closed(reason) => {
+                    self.closed = true;
+                    self.events.push_back(Event::Closed { reason });
+                }
             }
-            Body::EchoReply(_) if self.echo_outstanding.map(|(x, _)| x) == Some(msg.xid) => {
-                self.echo_outstanding = None;
-            }
-            Body::Hello(_) => {}
-            Body::FeaturesReply(f) if self.phase == Phase::AwaitFeatures => {
-                self.phase = Phase::Up;
-                self.dpid = Some(f.datapath_id);
-                self.events.push_back(Event::Identified {
-                    dpid: f.datapath_id,
-                    n_tables: f.n_tables,
-                });
-                let x = self.xid();
-                self.send(Message::set_async(
-                    x,
-                    AsyncConfig {
-                        // Packet-ins sent by an action (our LLDP → controller rule) only.
-                        packet_in_mask: [1 << 1, 0],
-                        // ADD, DELETE, MODIFY in every role.
-                        port_status_mask: [0b111, 0b111],
-                        flow_removed_mask: [0, 0],
-                    },
-                ));
-                self.send_role_request();
-                let x = self.xid();
-                self.port_desc_xid = Some(x);
-                self.send(Message::port_desc_request(x));
-            }
-            Body::RoleReply(r) if self.role_xid == Some(msg.xid) => {
-                self.role_xid = None;
+        }
+    }
+
+    fn on_up(&mut self, dpid: u64, n_tables: u8) {
+        self.dpid = Some(dpid);
+        self.events.push_back(Event::Identified { dpid, n_tables });
+        self.channel.send(|x| {
+            Message::set_async(
+                x,
+                AsyncConfig {
+                    // Packet-ins sent by an action (our LLDP → controller rule) only.
+                    packet_in_mask: [1 << 1, 0],
+                    // ADD, DELETE, MODIFY in every role.
+                    port_status_mask: [0b111, 0b111],
+                    flow_removed_mask: [0, 0],
+                },
+            )
+        });
+        self.send_role_request();
+        self.channel
+            .request(Req::PortDesc, Message::port_desc_request);
+    }
+
+    fn on_reply(&mut self, tag: Req, msg: Message, now: Instant) {
+        match (tag, msg.body) {
+            (Req::Role(n), Body::RoleReply(r)) if n == self.role_seq => {
                 let granted = match r.role {
                     ControllerRole::Master => RoleWanted::Master {
                         generation: r.generation_id,
@@ -633,36 +451,53 @@ impl Session {
                 self.update_lldp_timer(now);
                 self.maybe_sync(now);
             }
-            Body::MultipartReply(_) => self.handle_multipart(msg, now),
-            Body::BundleControl(_) => {}
-            Body::BarrierReply => self.handle_barrier(msg.xid, now),
-            Body::Error(e) => {
-                let text = format!("{} (xid {:#x})", e.error, msg.xid);
-                if self.role_xid == Some(msg.xid) {
-                    self.role_xid = None;
-                    self.events.push_back(Event::RoleRefused { reason: text });
-                    return;
-                }
-                match &mut self.sync {
-                    SyncState::Applying {
-                        first_xid,
-                        last_xid,
-                        failed,
-                        ..
-                    } if (*first_xid..=*last_xid).contains(&msg.xid) => {
-                        failed.get_or_insert(text);
+            (Req::PortDesc, Body::MultipartReply(r)) => {
+                if let MultipartReplyBody::PortDesc(ports) = r.body {
+                    for p in ports {
+                        self.events.push_back(Event::PortState {
+                            port: p.port_no,
+                            up: port_up(&p),
+                        });
                     }
-                    SyncState::Dumping {
-                        flows_xid,
-                        groups_xid,
-                        ..
-                    } if msg.xid == *flows_xid || msg.xid == *groups_xid => {
-                        self.sync = SyncState::Idle;
-                        self.sync_failed(format!("dump refused: {text}"), now);
-                    }
-                    _ => self.events.push_back(Event::SwitchError { text }),
                 }
             }
+            (Req::DumpFlows(n) | Req::DumpGroups(n), Body::MultipartReply(r))
+                if n == self.sync_seq =>
+            {
+                self.on_dump(r.body, now);
+            }
+            (Req::SyncBarrier(n), Body::BarrierReply) if n == self.sync_seq => {
+                self.on_sync_barrier(now)
+            }
+            _ => {}
+        }
+    }
+
+    fn on_refused(&mut self, tag: Req, text: String, now: Instant) {
+        match tag {
+            Req::Role(n) if n == self.role_seq => {
+                self.events.push_back(Event::RoleRefused { reason: text });
+            }
+            Req::SyncMod(n) | Req::SyncBarrier(n) if n == self.sync_seq => {
+                if let SyncState::Applying { failed, .. } = &mut self.sync {
+                    failed.get_or_insert(text);
+                }
+            }
+            Req::DumpFlows(n) | Req::DumpGroups(n)
+                if n == self.sync_seq && matches!(self.sync, SyncState::Dumping { .. }) =>
+            {
+                self.sync = SyncState::Idle;
+                self.sync_failed(format!("dump refused: {text}"), now);
+            }
+            _ => self.events.push_back(Event::SwitchError { text }),
+        }
+    }
+
+    fn on_unsolicited(&mut self, msg: Message) {
+        match msg.body {
+            Body::Error(e) => self.events.push_back(Event::SwitchError {
+                text: format!("{} (xid {:#x})", e.error, msg.xid),
+            }),
             Body::PortStatus(ps) => self.events.push_back(Event::PortState {
                 port: ps.port.port_no,
                 // A deleted port carries no link, whatever its last flags said.
@@ -680,13 +515,14 @@ impl Session {
 
     fn send_role_request(&mut self) {
         let (role, generation) = self.role_wanted.to_wire();
-        let x = self.xid();
-        self.role_xid = Some(x);
-        self.send(Message::role_request(x, role, generation));
+        self.role_seq += 1;
+        self.channel.request(Req::Role(self.role_seq), |x| {
+            Message::role_request(x, role, generation)
+        });
     }
 
     fn can_write(&self) -> bool {
-        self.phase == Phase::Up
+        self.channel.is_up()
             && self.role_granted.is_some_and(RoleWanted::writes)
             && self.role_wanted.writes()
     }
@@ -710,12 +546,13 @@ impl Session {
         };
         for port in d.fabric_ports.keys() {
             let frame = lldp::build(Endpoint { dpid, port: *port });
-            let x = self.xid();
             self.counters.lldp_sent += 1;
-            self.send(Message::packet_out(
-                x,
-                PacketOut::new(OFPP_CONTROLLER, vec![Action::output(*port)], frame),
-            ));
+            self.channel.send(|x| {
+                Message::packet_out(
+                    x,
+                    PacketOut::new(OFPP_CONTROLLER, vec![Action::output(*port)], frame),
+                )
+            });
         }
     }
 
@@ -730,16 +567,14 @@ impl Session {
         }
         self.dirty = false;
         self.synced = false;
-        let flows_xid = self.xid();
-        let groups_xid = self.xid();
-        self.send(Message::flow_stats_request(
-            flows_xid,
-            flow_dump_request(self.cfg.cookie),
-        ));
-        self.send(Message::group_desc_request(groups_xid));
+        self.sync_seq += 1;
+        let n = self.sync_seq;
+        let req = flow_dump_request(self.cfg.cookie);
+        self.channel
+            .request(Req::DumpFlows(n), |x| Message::flow_stats_request(x, req));
+        self.channel
+            .request(Req::DumpGroups(n), Message::group_desc_request);
         self.sync = SyncState::Dumping {
-            flows_xid,
-            groups_xid,
             flows: None,
             groups: None,
             started: now,
@@ -747,28 +582,8 @@ impl Session {
         self.events.push_back(Event::SyncStarted);
     }
 
-    fn handle_multipart(&mut self, msg: Message, now: Instant) {
-        let xid = msg.xid;
-        let body = match self.assembler.push_message(&msg) {
-            Ok(Some(b)) => b,
-            Ok(None) => return,
-            Err(e) => return self.close(CloseReason::Multipart(e.to_string())),
-        };
-        if self.port_desc_xid == Some(xid) {
-            self.port_desc_xid = None;
-            if let MultipartReplyBody::PortDesc(ports) = body {
-                for p in ports {
-                    self.events.push_back(Event::PortState {
-                        port: p.port_no,
-                        up: port_up(&p),
-                    });
-                }
-            }
-            return;
-        }
+    fn on_dump(&mut self, body: MultipartReplyBody, now: Instant) {
         let SyncState::Dumping {
-            flows_xid,
-            groups_xid,
             flows,
             groups,
             started,
@@ -777,8 +592,8 @@ impl Session {
             return;
         };
         match body {
-            MultipartReplyBody::Flow(v) if xid == *flows_xid => *flows = Some(v),
-            MultipartReplyBody::GroupDesc(v) if xid == *groups_xid => *groups = Some(v),
+            MultipartReplyBody::Flow(v) => *flows = Some(v),
+            MultipartReplyBody::GroupDesc(v) => *groups = Some(v),
             _ => return,
         }
         let (Some(_), Some(_)) = (flows.as_ref(), groups.as_ref()) else {
@@ -798,27 +613,21 @@ impl Session {
             self.cfg.cookie,
             &self.cfg.owned_groups,
         );
-        let barrier_xid;
-        let (first_xid, last_xid) = if d.is_empty() {
-            barrier_xid = self.xid();
-            (barrier_xid, barrier_xid)
-        } else {
+        let n = self.sync_seq;
+        if !d.is_empty() {
             let bundle_id = self.next_bundle_id;
             self.next_bundle_id = self.next_bundle_id.wrapping_add(1);
-            let first = self.next_xid;
-            let (msgs, commit_xid) = d.bundle(bundle_id, first);
-            self.next_xid = commit_xid.wrapping_add(1).max(1);
+            let count = u32::try_from(d.message_count()).unwrap_or(u32::MAX);
+            let first = self.channel.reserve_xids(count);
+            let (msgs, _) = d.bundle(bundle_id, first);
             for m in msgs {
-                self.send(m);
+                self.count_mod(&m);
+                self.channel.command_with_xid(Req::SyncMod(n), m);
             }
-            barrier_xid = self.xid();
-            (first, commit_xid)
-        };
-        self.send(Message::barrier_request(barrier_xid));
+        }
+        self.channel
+            .request(Req::SyncBarrier(n), Message::barrier_request);
         self.sync = SyncState::Applying {
-            first_xid,
-            last_xid,
-            barrier_xid,
             failed: None,
             flow_mods: d.flow_mod_count(),
             group_mods: d.group_mod_count(),
@@ -827,21 +636,16 @@ impl Session {
         let _ = now;
     }
 
-    fn handle_barrier(&mut self, xid: u32, now: Instant) {
+    fn on_sync_barrier(&mut self, now: Instant) {
         let SyncState::Applying {
-            barrier_xid,
             failed,
             flow_mods,
             group_mods,
             started,
-            ..
         } = &mut self.sync
         else {
             return;
         };
-        if *barrier_xid != xid {
-            return;
-        }
         let failed = failed.take();
         let (flow_mods, group_mods, started) = (*flow_mods, *group_mods, *started);
         self.sync = SyncState::Idle;
@@ -875,10 +679,6 @@ impl Session {
 
 fn port_up(p: &Port) -> bool {
     p.config & config::PORT_DOWN == 0 && p.state & state::LINK_DOWN == 0
-}
-
-fn hex_prefix(b: &[u8]) -> String {
-    b.iter().take(16).map(|x| format!("{x:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -428,7 +428,7 @@ fn bad_length_closes() {
     s.handle_bytes(&[4, 0, 0, 4, 0, 0, 0, 1], t0);
     assert!(matches!(closed_reason(&mut s), CloseReason::Framing(_)));
     let mut small = cfg();
-    small.max_message_len = 1024;
+    small.channel.max_message_len = 1024;
     let mut s = Session::new(small, RoleWanted::Equal, t0);
     s.handle_bytes(&[4, 0, 0x10, 0, 0, 0, 0, 1], t0);
     assert!(matches!(closed_reason(&mut s), CloseReason::Framing(_)));

@@ -101,6 +101,11 @@ impl Diff {
         self.group_adds.len() + self.group_modifies.len() + self.group_deletes.len()
     }
 
+    /// Messages of the whole [`bundle`](Self::bundle): OPEN, one ADD per mod, COMMIT.
+    pub fn message_count(&self) -> usize {
+        self.flow_mod_count() + self.group_mod_count() + 2
+    }
+
     /// The mods in bundle order (see the module docs), each as (is_flow_mod, message body).
     pub fn ordered_messages(&self, first_xid: u32) -> Vec<Message> {
         let mut xid = first_xid;

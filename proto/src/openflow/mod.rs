@@ -10,6 +10,7 @@
 
 pub mod action;
 pub mod bundle;
+pub mod channel;
 pub mod flow;
 pub mod group;
 pub mod header;

@@ -1,7 +1,5 @@
-//! OFPT_MULTIPART_REQUEST / OFPT_MULTIPART_REPLY for every OpenFlow 1.3 multipart type, and a
-//! pure [`MultipartAssembler`] that joins a REPLY_MORE sequence into one list of entries.
-
-use std::collections::HashMap;
+//! OFPT_MULTIPART_REQUEST / OFPT_MULTIPART_REPLY for every OpenFlow 1.3 multipart type. Joining a
+//! REPLY_MORE sequence is the channel's job ([`crate::openflow::channel::MultipartAssembler`]).
 
 use bytes::{BufMut, BytesMut};
 use serde::Serialize;
@@ -1082,7 +1080,7 @@ impl Wire for MeterFeatures {
 }
 
 /// The body of a MULTIPART_REPLY, by type. List-valued bodies hold the entries of one message;
-/// [`MultipartAssembler`] joins a REPLY_MORE sequence.
+/// [`crate::openflow::channel::MultipartAssembler`] joins a REPLY_MORE sequence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum MultipartReplyBody {
     Desc(Desc),
@@ -1148,43 +1146,6 @@ impl MultipartReplyBody {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Appends `other`'s entries (same type). Single-valued bodies cannot be joined, except
-    /// experimenter and unknown bodies with the same ids, whose data are concatenated.
-    fn append(&mut self, other: MultipartReplyBody) -> Result<(), AssembleError> {
-        let got = other.mp_type();
-        let expected = self.mp_type();
-        match (self, other) {
-            (Self::Flow(a), Self::Flow(b)) => a.extend(b),
-            (Self::Table(a), Self::Table(b)) => a.extend(b),
-            (Self::PortStats(a), Self::PortStats(b)) => a.extend(b),
-            (Self::Queue(a), Self::Queue(b)) => a.extend(b),
-            (Self::Group(a), Self::Group(b)) => a.extend(b),
-            (Self::GroupDesc(a), Self::GroupDesc(b)) => a.extend(b),
-            (Self::Meter(a), Self::Meter(b)) => a.extend(b),
-            (Self::MeterConfig(a), Self::MeterConfig(b)) => a.extend(b),
-            (Self::TableFeatures(a), Self::TableFeatures(b)) => a.extend(b),
-            (Self::PortDesc(a), Self::PortDesc(b)) => a.extend(b),
-            (Self::Experimenter(a), Self::Experimenter(b))
-                if a.experimenter == b.experimenter && a.exp_type == b.exp_type =>
-            {
-                a.data.extend(b.data)
-            }
-            (
-                Self::Unknown {
-                    mp_type: x,
-                    data: a,
-                },
-                Self::Unknown {
-                    mp_type: y,
-                    data: b,
-                },
-            ) if *x == y => a.extend(b),
-            _ if expected == got => return Err(AssembleError::NotJoinable { mp_type: got }),
-            _ => return Err(AssembleError::TypeChanged { expected, got }),
-        }
-        Ok(())
     }
 }
 
@@ -1309,116 +1270,6 @@ impl Wire for MultipartReply {
             MultipartReplyBody::Experimenter(e) => e.encode(out),
             MultipartReplyBody::Unknown { data, .. } => out.put_slice(data),
         }
-    }
-}
-
-// ---- assembler ----------------------------------------------------------------------------------
-
-/// Why a multipart reply could not be joined to its sequence.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AssembleError {
-    /// A reply of another type arrived in the middle of a sequence.
-    #[error("multipart type changed mid-sequence: expected {expected:?}, got {got:?}")]
-    TypeChanged {
-        expected: MultipartType,
-        got: MultipartType,
-    },
-    /// REPLY_MORE was set on a single-valued body (DESC, AGGREGATE, GROUP_FEATURES, ...).
-    #[error("multipart type {mp_type:?} has one value and cannot span several replies")]
-    NotJoinable { mp_type: MultipartType },
-    /// A sequence grew beyond the assembler's entry limit.
-    #[error("multipart sequence for xid {xid:#x} exceeds {limit} entries")]
-    TooManyEntries { xid: u32, limit: usize },
-}
-
-/// Joins the replies of multipart sequences (one per xid) into single bodies.
-///
-/// Feed every MULTIPART_REPLY to [`push`](Self::push); it returns the whole body once the reply
-/// without REPLY_MORE arrives. A type change within one xid is an error, and the partial
-/// sequence is dropped. Several xids may be in flight at once. Pure: no clocks; the caller
-/// decides when a sequence has timed out and calls [`cancel`](Self::cancel).
-#[derive(Debug, Clone, Default)]
-pub struct MultipartAssembler {
-    partial: HashMap<u32, MultipartReplyBody>,
-    max_entries: Option<usize>,
-}
-
-impl MultipartAssembler {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// An assembler that refuses sequences of more than `max_entries` entries (memory bound
-    /// against a misbehaving switch).
-    pub fn with_limit(max_entries: usize) -> Self {
-        MultipartAssembler {
-            partial: HashMap::new(),
-            max_entries: Some(max_entries),
-        }
-    }
-
-    /// Adds one reply of sequence `xid`; returns the joined body when the sequence is complete.
-    pub fn push(
-        &mut self,
-        xid: u32,
-        reply: MultipartReply,
-    ) -> Result<Option<MultipartReplyBody>, AssembleError> {
-        let more = reply.more();
-        let joined = match self.partial.remove(&xid) {
-            None => reply.body,
-            Some(mut acc) => {
-                acc.append(reply.body)?;
-                acc
-            }
-        };
-        if let Some(limit) = self.max_entries {
-            if joined.len() > limit {
-                return Err(AssembleError::TooManyEntries { xid, limit });
-            }
-        }
-        if more {
-            if matches!(
-                joined,
-                MultipartReplyBody::Desc(_)
-                    | MultipartReplyBody::Aggregate(_)
-                    | MultipartReplyBody::GroupFeatures(_)
-                    | MultipartReplyBody::MeterFeatures(_)
-            ) {
-                return Err(AssembleError::NotJoinable {
-                    mp_type: joined.mp_type(),
-                });
-            }
-            self.partial.insert(xid, joined);
-            Ok(None)
-        } else {
-            Ok(Some(joined))
-        }
-    }
-
-    /// Adds a decoded message; messages other than MULTIPART_REPLY are ignored (`Ok(None)`).
-    pub fn push_message(
-        &mut self,
-        msg: &crate::openflow::message::Message,
-    ) -> Result<Option<MultipartReplyBody>, AssembleError> {
-        match &msg.body {
-            crate::openflow::message::Body::MultipartReply(r) => self.push(msg.xid, r.clone()),
-            _ => Ok(None),
-        }
-    }
-
-    /// Whether a sequence for `xid` is waiting for more replies.
-    pub fn is_pending(&self, xid: u32) -> bool {
-        self.partial.contains_key(&xid)
-    }
-
-    /// Number of sequences waiting for more replies.
-    pub fn pending(&self) -> usize {
-        self.partial.len()
-    }
-
-    /// Drops the partial sequence of `xid` (timeout, error reply), returning what had arrived.
-    pub fn cancel(&mut self, xid: u32) -> Option<MultipartReplyBody> {
-        self.partial.remove(&xid)
     }
 }
 
@@ -1696,70 +1547,5 @@ pub mod arb {
     pub fn any_multipart_reply() -> impl Strategy<Value = MultipartReply> {
         (0u16..4, any_multipart_reply_body())
             .prop_map(|(flags, body)| MultipartReply { flags, body })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn port(n: u32) -> PortStats {
-        PortStats {
-            port_no: n,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn assembler_joins_reply_more_sequences() {
-        let mut a = MultipartAssembler::new();
-        let r1 = MultipartReply {
-            flags: OFPMPF_REPLY_MORE,
-            body: MultipartReplyBody::PortStats(vec![port(1), port(2)]),
-        };
-        let r2 = MultipartReply {
-            flags: 0,
-            body: MultipartReplyBody::PortStats(vec![port(3)]),
-        };
-        assert_eq!(a.push(7, r1).unwrap(), None);
-        assert!(a.is_pending(7));
-        let done = a.push(7, r2).unwrap().unwrap();
-        assert_eq!(
-            done,
-            MultipartReplyBody::PortStats(vec![port(1), port(2), port(3)])
-        );
-        assert_eq!(a.pending(), 0);
-    }
-
-    #[test]
-    fn assembler_rejects_type_change_and_single_values() {
-        let mut a = MultipartAssembler::new();
-        let r1 = MultipartReply {
-            flags: OFPMPF_REPLY_MORE,
-            body: MultipartReplyBody::PortStats(vec![port(1)]),
-        };
-        a.push(1, r1).unwrap();
-        let err = a
-            .push(1, MultipartReply::new(MultipartReplyBody::Flow(vec![])))
-            .unwrap_err();
-        assert!(matches!(err, AssembleError::TypeChanged { .. }));
-        assert!(!a.is_pending(1));
-        let d = MultipartReply {
-            flags: OFPMPF_REPLY_MORE,
-            body: MultipartReplyBody::Desc(Desc::default()),
-        };
-        assert!(matches!(
-            a.push(2, d),
-            Err(AssembleError::NotJoinable { .. })
-        ));
-        let mut l = MultipartAssembler::with_limit(2);
-        let big = MultipartReply {
-            flags: OFPMPF_REPLY_MORE,
-            body: MultipartReplyBody::PortStats(vec![port(1), port(2), port(3)]),
-        };
-        assert!(matches!(
-            l.push(3, big),
-            Err(AssembleError::TooManyEntries { .. })
-        ));
     }
 }
