@@ -96,6 +96,9 @@ impl Default for SessionConfig {
     }
 }
 
+/// Shortest gap between two plan reads triggered by refused weight writes.
+const REFUSAL_REREAD_MIN_NS: u64 = 1_000_000_000;
+
 /// Why a packet-in was not charged to a decision point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -306,6 +309,8 @@ pub struct Session {
     next_tick_ns: u64,
     counters: SessionCounters,
     plan_changed: bool,
+    /// When a refused GROUP_MOD last triggered a plan read.
+    last_refusal_read_ns: Option<u64>,
 }
 
 impl Session {
@@ -329,6 +334,7 @@ impl Session {
             next_tick_ns: 0,
             counters: SessionCounters::default(),
             plan_changed: false,
+            last_refusal_read_ns: None,
         })
     }
 
@@ -554,7 +560,15 @@ impl Session {
                 // The refused MODIFY zeroed nothing.
                 self.bucket_zeroed.remove(&group_id);
                 tracing::warn!(group_id, %error, "GROUP_MOD refused; re-reading the plan");
-                if self.round.is_none() {
+                // Relearning re-issues the write; a switch that keeps refusing must not turn
+                // that into a write/read loop at the speed of its replies.
+                let next_allowed = self
+                    .last_refusal_read_ns
+                    .map_or(0, |t| t.saturating_add(REFUSAL_REREAD_MIN_NS));
+                if now_ns < next_allowed {
+                    self.next_refresh_ns = self.next_refresh_ns.min(next_allowed);
+                } else if self.round.is_none() {
+                    self.last_refusal_read_ns = Some(now_ns);
                     self.start_plan_read(now_ns);
                 }
             }
