@@ -13,9 +13,7 @@
     clippy::indexing_slicing
 )]
 
-use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,106 +21,57 @@ use fabricflow_agent::config::{AgentConfig, SwitchConfig};
 use fabricflow_agent::runtime::{switch::run_switch, Registry, SwitchView};
 use fabricflow_agent::session::DropReason;
 use fabricflow_proto::cnm::{Cnm, Cpid};
-use fabricflow_proto::framer::Framer;
 use fabricflow_proto::openflow::action::Action;
 use fabricflow_proto::openflow::message::{Body, Message};
 use fabricflow_proto::openflow::multipart::MultipartReplyBody;
 use fabricflow_proto::openflow::packet::PacketOut;
 use fabricflow_proto::openflow::port::OFPP_TABLE;
 use fabricflow_proto::MacAddr;
+use fabricflow_testkit::ovs::{self, sh, wait_for, Bridge, OfConn, PortKind};
 
 const COOKIE: &str = "0x0fabf10a00000001";
 
 fn skip() -> bool {
-    if std::env::var_os("FABRICFLOW_SKIP_OVS").is_some() {
-        eprintln!("FABRICFLOW_SKIP_OVS set: skipping the agent's Open vSwitch tests");
-        return true;
-    }
-    false
+    ovs::skip("the agent's Open vSwitch tests")
 }
 
-fn sh(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Polls `f` until it returns `Some`, or fails after `secs`.
-fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// A netdev bridge with the plan-shaped fixture, deleted on drop. Port 1 (host) and 2 (host,
-/// wrongly wired to the agent) are internal ports; 3 and 4 (fabric) are internal ports or, with
-/// `veth`, port 3 is a veth whose peer stays in the root namespace.
-struct Bridge {
+/// A netdev bridge with the plan-shaped fixture (the shared [`Bridge`] plus the plan's group and
+/// flows). Port 1 (host) and 2 (host, wrongly wired to the agent) are internal ports; 3 and 4
+/// (fabric) are internal ports or, with `veth`, port 3 is a veth whose peer stays in the root
+/// namespace.
+struct PlanBridge {
     name: String,
-    veth: Option<(String, String)>,
+    veth: bool,
+    br: Option<Bridge>,
 }
 
-impl Bridge {
-    fn create(tag: &str, veth: bool) -> Bridge {
-        let name = format!("ff{tag}{}", std::process::id() % 100_000);
-        let veth = veth.then(|| (format!("{name}v"), format!("{name}w")));
-        let b = Bridge { name, veth };
+impl PlanBridge {
+    fn create(tag: &str, veth: bool) -> PlanBridge {
+        let mut b = PlanBridge {
+            name: Bridge::unique_name(tag),
+            veth,
+            br: None,
+        };
         b.install();
         b
     }
 
-    fn install(&self) {
-        let n = &self.name;
-        let _ = Command::new("ovs-vsctl")
-            .args(["--if-exists", "del-br", n])
-            .status();
-        let mut args: Vec<String> = vec![
-            "add-br".into(),
-            n.clone(),
-            "--".into(),
-            "set".into(),
-            "bridge".into(),
-            n.clone(),
-            "datapath_type=netdev".into(),
-            "protocols=OpenFlow13".into(),
-            "fail-mode=secure".into(),
-            "other-config:datapath-id=0000020000070107".into(),
-        ];
-        let mut port = |p: &str, no: u32, internal: bool| {
-            args.extend(["--".into(), "add-port".into(), n.clone(), p.to_owned()]);
-            args.extend(["--".into(), "set".into(), "interface".into(), p.to_owned()]);
-            if internal {
-                args.push("type=internal".into());
-            }
-            args.push(format!("ofport_request={no}"));
+    /// (Re-)creates the bridge and installs the fixture.
+    fn install(&mut self) {
+        drop(self.br.take());
+        let third = if self.veth {
+            ("v", 3, PortKind::Veth)
+        } else {
+            ("c", 3, PortKind::Internal)
         };
-        port(&format!("{n}a"), 1, true);
-        port(&format!("{n}b"), 2, true);
-        match &self.veth {
-            Some((v, w)) => {
-                let _ = Command::new("ip").args(["link", "del", v]).status();
-                sh("ip", &["link", "add", v, "type", "veth", "peer", "name", w]);
-                sh("ip", &["link", "set", v, "up"]);
-                sh("ip", &["link", "set", w, "up"]);
-                port(v, 3, false);
-            }
-            None => port(&format!("{n}c"), 3, true),
-        }
-        port(&format!("{n}d"), 4, true);
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        sh("ovs-vsctl", &refs);
+        let ports = [
+            ("a", 1, PortKind::Internal),
+            ("b", 2, PortKind::Internal),
+            third,
+            ("d", 4, PortKind::Internal),
+        ];
+        self.br = Some(Bridge::create(&self.name, 0x0000_0200_0007_0107, &ports));
+        let n = &self.name;
         self.ofctl(&[
             "add-group",
             n,
@@ -145,13 +94,16 @@ impl Bridge {
     }
 
     fn ofctl(&self, args: &[&str]) -> String {
-        let mut a = vec!["-O", "OpenFlow13"];
-        a.extend_from_slice(args);
-        sh("ovs-ofctl", &a)
+        self.br.as_ref().unwrap().ofctl(args)
     }
 
     fn mgmt(&self) -> String {
         format!("/var/run/openvswitch/{}.mgmt", self.name)
+    }
+
+    fn veth(&self) -> Option<(String, String)> {
+        self.veth
+            .then(|| (format!("{}v", self.name), format!("{}w", self.name)))
     }
 
     /// The weights of group 1003 as `ovs-ofctl dump-groups` shows them, and the bucket outputs.
@@ -180,84 +132,43 @@ impl Bridge {
     }
 }
 
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        let _ = Command::new("ovs-vsctl")
-            .args(["--if-exists", "del-br", &self.name])
-            .status();
-        if let Some((v, _)) = &self.veth {
-            let _ = Command::new("ip").args(["link", "del", v]).status();
-        }
-    }
+/// A plain OpenFlow connection to the bridge, for injecting frames and reading groups.
+fn open(path: &str) -> OfConn<UnixStream> {
+    let s = UnixStream::connect(path).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut c = OfConn::new(s);
+    c.send(&Message::hello(1));
+    c
 }
 
-/// A plain OpenFlow connection for injecting frames and reading groups.
-struct Conn {
-    s: UnixStream,
-    framer: Framer,
-    xid: u32,
+fn packet_out(c: &mut OfConn<UnixStream>, in_port: u32, frame: &[u8], out: u32) {
+    let po = PacketOut::new(
+        in_port,
+        vec![Action::Output {
+            port: out,
+            max_len: 0,
+        }],
+        frame.to_vec(),
+    );
+    let x = c.next_xid();
+    c.send(&Message::packet_out(x, po));
 }
 
-impl Conn {
-    fn open(path: &str) -> Conn {
-        let s = UnixStream::connect(path).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut c = Conn {
-            s,
-            framer: Framer::new(1 << 16),
-            xid: 1,
-        };
-        c.send(&Message::hello(1));
-        c
-    }
-
-    fn send(&mut self, m: &Message) {
-        self.s.write_all(&m.to_bytes()).unwrap();
-    }
-
-    fn recv(&mut self) -> Message {
-        loop {
-            if let Some(f) = self.framer.next_message().unwrap() {
-                return Message::decode(&f).unwrap();
-            }
-            let mut buf = [0u8; 65536];
-            let n = self.s.read(&mut buf).unwrap();
-            assert!(n > 0, "switch closed");
-            self.framer.push(&buf[..n]);
+fn group_weights(c: &mut OfConn<UnixStream>, group_id: u32) -> Vec<u16> {
+    let x = c.next_xid();
+    c.send(&Message::group_desc_request(x));
+    loop {
+        let m = c.recv();
+        if m.xid != x {
+            continue;
         }
-    }
-
-    fn packet_out(&mut self, in_port: u32, frame: &[u8], out: u32) {
-        self.xid += 1;
-        let po = PacketOut::new(
-            in_port,
-            vec![Action::Output {
-                port: out,
-                max_len: 0,
-            }],
-            frame.to_vec(),
-        );
-        let m = Message::packet_out(self.xid, po);
-        self.send(&m);
-    }
-
-    fn group_weights(&mut self, group_id: u32) -> Vec<u16> {
-        self.xid += 1;
-        let x = self.xid;
-        self.send(&Message::group_desc_request(x));
-        loop {
-            let m = self.recv();
-            if m.xid != x {
-                continue;
-            }
-            if let Body::MultipartReply(r) = &m.body {
-                if let MultipartReplyBody::GroupDesc(gs) = &r.body {
-                    return gs
-                        .iter()
-                        .find(|g| g.group_id == group_id)
-                        .map(|g| g.buckets.iter().map(|b| b.weight).collect())
-                        .unwrap_or_default();
-                }
+        if let Body::MultipartReply(r) = &m.body {
+            if let MultipartReplyBody::GroupDesc(gs) = &r.body {
+                return gs
+                    .iter()
+                    .find(|g| g.group_id == group_id)
+                    .map(|g| g.buckets.iter().map(|b| b.weight).collect())
+                    .unwrap_or_default();
             }
         }
     }
@@ -366,7 +277,7 @@ fn agent_reacts_to_cnms_on_a_real_switch_and_survives_bridge_recreation() {
     if skip() {
         return;
     }
-    let br = Bridge::create("ag", false);
+    let mut br = PlanBridge::create("ag", false);
     let agent = Agent::start(&br.name, &br.mgmt(), test_config());
     wait_for("plan learned", 10, || {
         agent.view().session.plan_ready.then_some(())
@@ -381,9 +292,9 @@ fn agent_reacts_to_cnms_on_a_real_switch_and_survives_bridge_recreation() {
     let (w0, structure) = br.group_1003();
     assert_eq!(w0, vec![255, 0, 1]);
 
-    let mut conn = Conn::open(&br.mgmt());
+    let mut conn = open(&br.mgmt());
     // A CNM from fabric port 3: P(3) falls, the group's weights change, structure unchanged.
-    conn.packet_out(3, &cnm(63), OFPP_TABLE);
+    packet_out(&mut conn, 3, &cnm(63), OFPP_TABLE);
     wait_for("P(3) falls", 10, || agent.p(3).filter(|p| *p < 100.0));
     let (w1, s1) = wait_for("new weights", 10, || {
         let g = br.group_1003();
@@ -394,11 +305,11 @@ fn agent_reacts_to_cnms_on_a_real_switch_and_survives_bridge_recreation() {
 
     // Forged CNMs from host port 1: dropped by the pipeline; from miswired host port 2: refused
     // by the agent. Malformed CNMs from a fabric port: counted and dropped.
-    conn.packet_out(1, &cnm(63), OFPP_TABLE);
-    conn.packet_out(2, &cnm(63), OFPP_TABLE);
+    packet_out(&mut conn, 1, &cnm(63), OFPP_TABLE);
+    packet_out(&mut conn, 2, &cnm(63), OFPP_TABLE);
     let mut bad = cnm(63);
     bad[14] = 0x10; // version 1
-    conn.packet_out(4, &bad, OFPP_TABLE);
+    packet_out(&mut conn, 4, &bad, OFPP_TABLE);
     wait_for("host-port CNM refused", 10, || {
         (agent.dropped(DropReason::NotFabricPort) == 1).then_some(())
     });
@@ -406,10 +317,7 @@ fn agent_reacts_to_cnms_on_a_real_switch_and_survives_bridge_recreation() {
         (agent.dropped(DropReason::Malformed) == 1).then_some(())
     });
     // Barrier from our connection: everything above has been processed by OVS.
-    conn.xid += 1;
-    let bx = conn.xid;
-    conn.send(&Message::barrier_request(bx));
-    while conn.recv().xid != bx {}
+    conn.transact(vec![]);
     std::thread::sleep(Duration::from_millis(50)); // let the agent's own processing settle
     assert_eq!(
         br.group_1003().0,
@@ -430,8 +338,8 @@ fn agent_reacts_to_cnms_on_a_real_switch_and_survives_bridge_recreation() {
     wait_for("weights restored", 20, || {
         (br.group_1003().0 == w1).then_some(())
     });
-    let mut conn = Conn::open(&br.mgmt());
-    conn.packet_out(3, &cnm(63), OFPP_TABLE);
+    let mut conn = open(&br.mgmt());
+    packet_out(&mut conn, 3, &cnm(63), OFPP_TABLE);
     wait_for("reacts after reconnect", 10, || {
         let w = br.group_1003().0;
         (w[0] < w1[0]).then_some(())
@@ -443,8 +351,8 @@ fn emulated_cp_reads_the_backlog_and_generates_cnms_under_load() {
     if skip() {
         return;
     }
-    let br = Bridge::create("cp", true);
-    let (v, _) = br.veth.clone().unwrap();
+    let br = PlanBridge::create("cp", true);
+    let (v, _) = br.veth().unwrap();
     // A bounded queue behind a 1 Mb/s token bucket on the switch-side interface.
     sh(
         "tc",
@@ -472,14 +380,14 @@ fn emulated_cp_reads_the_backlog_and_generates_cnms_under_load() {
             .filter(|c| c.ports.iter().any(|p| p.port == 3))
             .map(|_| ())
     });
-    let mut conn = Conn::open(&br.mgmt());
+    let mut conn = open(&br.mgmt());
     let mut frame = sampled();
     frame.resize(1000, 0x45);
     let mut max_backlog = 0;
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         for _ in 0..20 {
-            conn.packet_out(0xffff_fffd, &frame, 3);
+            packet_out(&mut conn, 0xffff_fffd, &frame, 3);
         }
         let v = agent.view();
         let cp = v.emulated_cp.unwrap_or_default();
@@ -515,7 +423,7 @@ fn reaction_latency() {
     if skip() {
         return;
     }
-    let br = Bridge::create("lt", false);
+    let br = PlanBridge::create("lt", false);
     let mut cfg = test_config();
     // Each CNM (QntzFb 1) moves P by 0.5 points = 1.3 weight quanta: every CNM is a write.
     cfg.policy.update = fabricflow_agent::policy::UpdatePolicy::Aiad;
@@ -524,18 +432,18 @@ fn reaction_latency() {
     wait_for("plan learned", 10, || {
         agent.view().session.plan_ready.then_some(())
     });
-    let mut conn = Conn::open(&br.mgmt());
+    let mut conn = open(&br.mgmt());
     let mut samples = Vec::new();
-    let mut last = conn.group_weights(1003);
+    let mut last = group_weights(&mut conn, 1003);
     let poll_us: u64 = std::env::var("FABRICFLOW_BENCH_POLL_US")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     for _ in 0..150 {
         let t0 = Instant::now();
-        conn.packet_out(3, &cnm(1), OFPP_TABLE);
+        packet_out(&mut conn, 3, &cnm(1), OFPP_TABLE);
         loop {
-            let w = conn.group_weights(1003);
+            let w = group_weights(&mut conn, 1003);
             if w != last {
                 samples.push(t0.elapsed());
                 last = w;
@@ -552,7 +460,7 @@ fn reaction_latency() {
     let mut poll = Vec::new();
     for _ in 0..100 {
         let t0 = Instant::now();
-        conn.group_weights(1003);
+        group_weights(&mut conn, 1003);
         poll.push(t0.elapsed());
     }
     samples.sort();

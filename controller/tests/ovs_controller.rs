@@ -68,7 +68,7 @@ async fn connect_sync_restart_delta_and_link_failure() {
             "-O",
             "OpenFlow13",
             "add-flow",
-            &line.names[1],
+            line.bridges[1].name(),
             "cookie=0x99,table=5,priority=7,in_port=1,actions=drop",
         ],
     );
@@ -78,7 +78,7 @@ async fn connect_sync_restart_delta_and_link_failure() {
             "-O",
             "OpenFlow13",
             "add-group",
-            &line.names[1],
+            line.bridges[1].name(),
             "group_id=5,type=select,bucket=output:1",
         ],
     );
@@ -127,7 +127,7 @@ async fn connect_sync_restart_delta_and_link_failure() {
     );
 
     // The agent changes weights: the controller must leave them alone.
-    sh("ovs-ofctl", &["-O", "OpenFlow13", "mod-group", &line.names[1],
+    sh("ovs-ofctl", &["-O", "OpenFlow13", "mod-group", line.bridges[1].name(),
         "group_id=1000,type=select,bucket=weight:100,actions=output:2,bucket=weight:156,actions=output:3"]);
 
     // Controller restart: same procedure, zero FLOW_MODs / GROUP_MODs.
@@ -171,8 +171,8 @@ async fn connect_sync_restart_delta_and_link_failure() {
     );
 
     // Link down (several PORT_STATUS from OVS): both ends lose the bucket, third switch untouched.
-    let patch = format!("{}r", line.names[0]);
-    sh("ovs-vsctl", &["del-port", &line.names[0], &patch]);
+    let patch = format!("{}r", line.bridges[0].name());
+    sh("ovs-vsctl", &["del-port", line.bridges[0].name(), &patch]);
     assert!(
         wait_for(10, || line.groups(1).iter().any(|g| g
             .starts_with("group_id=1000")
@@ -187,12 +187,12 @@ async fn connect_sync_restart_delta_and_link_failure() {
     assert!(links.contains("\"down\""), "{links}");
     assert_eq!(c.shared.plan().failed.len(), 1);
     // Back up: structure restored (weights from the plan for the rebuilt group).
-    let peer = format!("options:peer={}l", line.names[1]);
+    let peer = format!("options:peer={}l", line.bridges[1].name());
     sh(
         "ovs-vsctl",
         &[
             "add-port",
-            &line.names[0],
+            line.bridges[0].name(),
             &patch,
             "--",
             "set",

@@ -19,7 +19,6 @@ use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fabricflow_proto::framer::Framer;
 use fabricflow_proto::openflow::action::Action;
 use fabricflow_proto::openflow::bundle::BundleCtrlType;
 use fabricflow_proto::openflow::flow::FlowMod;
@@ -30,157 +29,60 @@ use fabricflow_proto::openflow::multipart::{FlowStatsRequest, MultipartReplyBody
 use fabricflow_proto::openflow::oxm::{Match, OxmField};
 use fabricflow_proto::openflow::OFP_VERSION;
 use fabricflow_proto::MacAddr;
+use fabricflow_testkit::ovs::{self, sh, Bridge, OfConn, PortKind};
 
 const COOKIE: u64 = 0x00ff_f10f_0000_0001;
 const BUNDLE_ATOMIC_ORDERED: u16 = 0x3;
 
 fn skip() -> bool {
-    if std::env::var_os("FABRICFLOW_SKIP_OVS").is_some() {
-        eprintln!("FABRICFLOW_SKIP_OVS set: skipping Open vSwitch interop test");
-        return true;
-    }
-    false
-}
-
-fn sh(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| {
-        panic!("cannot run {cmd}: {e} (is Open vSwitch installed? run scripts/install-deps.sh)")
-    });
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    ovs::skip("the Open vSwitch interop test")
 }
 
 /// A netdev bridge with two internal ports (OpenFlow ports 1 and 2), deleted on drop.
-struct Bridge {
-    name: String,
+fn bridge(tag: &str, dpid: u64) -> Bridge {
+    let internal = |s, no| (s, no, PortKind::Internal);
+    Bridge::create(
+        &Bridge::unique_name(tag),
+        dpid,
+        &[internal("a", 1), internal("b", 2)],
+    )
 }
 
-impl Bridge {
-    fn create(tag: &str, dpid: u64) -> Bridge {
-        // Interface names are limited to 15 characters.
-        let name = format!("ff{tag}{}", std::process::id() % 100_000);
-        let dpid = format!("other-config:datapath-id={dpid:016x}");
-        let _ = Command::new("ovs-vsctl")
-            .args(["--if-exists", "del-br", &name])
-            .status();
-        let p1 = format!("{name}a");
-        let p2 = format!("{name}b");
-        sh(
-            "ovs-vsctl",
-            &[
-                "add-br",
-                &name,
-                "--",
-                "set",
-                "bridge",
-                &name,
-                "datapath_type=netdev",
-                "protocols=OpenFlow13",
-                "fail-mode=secure",
-                &dpid,
-                "--",
-                "add-port",
-                &name,
-                &p1,
-                "--",
-                "set",
-                "interface",
-                &p1,
-                "type=internal",
-                "ofport_request=1",
-                "--",
-                "add-port",
-                &name,
-                &p2,
-                "--",
-                "set",
-                "interface",
-                &p2,
-                "type=internal",
-                "ofport_request=2",
-            ],
-        );
-        Bridge { name }
-    }
-
-    fn mgmt_socket(&self) -> String {
-        format!("/var/run/openvswitch/{}.mgmt", self.name)
-    }
-
-    fn ofctl(&self, what: &str) -> String {
-        sh("ovs-ofctl", &["-O", "OpenFlow13", what, &self.name])
-    }
-}
-
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        let _ = Command::new("ovs-vsctl")
-            .args(["--if-exists", "del-br", &self.name])
-            .status();
-    }
-}
-
-/// A blocking OpenFlow connection over any byte stream.
+/// The shared blocking connection, checking every message: it must re-encode to exactly the
+/// switch's bytes, and no OFPT_ERROR may come back.
 struct Conn<S: Read + Write> {
-    stream: S,
-    framer: Framer,
-    xid: u32,
+    inner: OfConn<S>,
     received: Vec<Message>,
 }
 
 impl<S: Read + Write> Conn<S> {
     fn new(stream: S) -> Self {
         Conn {
-            stream,
-            framer: Framer::new(65535),
-            xid: 100,
+            inner: OfConn::new(stream),
             received: Vec::new(),
         }
     }
 
     fn next_xid(&mut self) -> u32 {
-        self.xid += 1;
-        self.xid
+        self.inner.next_xid()
     }
 
     fn send(&mut self, msg: &Message) {
-        self.stream
-            .write_all(&msg.to_bytes())
-            .expect("write to switch");
+        self.inner.send(msg);
     }
 
     fn recv(&mut self) -> Message {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(frame) = self.framer.next_message().expect("framing") {
-                let msg = Message::decode(&frame).unwrap_or_else(|e| {
-                    panic!("reply does not decode: {e}: {}", hex::encode(&frame))
-                });
-                // Every reply must also re-encode to exactly OVS's bytes.
-                assert_eq!(
-                    &msg.to_bytes()[..],
-                    &frame[..],
-                    "re-encode differs: {msg:?}"
-                );
-                if let Body::Error(err) = &msg.body {
-                    panic!("Open vSwitch answered with an error: {err:?}");
-                }
-                self.received.push(msg.clone());
-                return msg;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for the switch"
-            );
-            let mut buf = [0u8; 8192];
-            let n = self.stream.read(&mut buf).expect("read from switch");
-            assert!(n > 0, "switch closed the connection");
-            self.framer.push(&buf[..n]);
+        let (msg, frame) = self.inner.recv_raw();
+        assert_eq!(
+            &msg.to_bytes()[..],
+            &frame[..],
+            "re-encode differs: {msg:?}"
+        );
+        if let Body::Error(err) = &msg.body {
+            panic!("Open vSwitch answered with an error: {err:?}");
         }
+        self.received.push(msg.clone());
+        msg
     }
 
     /// Sends `msgs` then a barrier; returns every message received before the barrier reply.
@@ -394,7 +296,7 @@ fn assert_bundle_reply(m: &Message, want: BundleCtrlType) {
 }
 
 fn assert_ofctl_dumps(br: &Bridge) {
-    let flows = br.ofctl("dump-flows");
+    let flows = br.dump("dump-flows");
     let lines: Vec<&str> = flows.lines().filter(|l| l.contains("cookie=")).collect();
     assert_eq!(lines.len(), 3, "dump-flows: {flows}");
     let has = |needles: &[&str]| lines.iter().any(|l| needles.iter().all(|n| l.contains(n)));
@@ -432,7 +334,7 @@ fn assert_ofctl_dumps(br: &Bridge) {
     );
 
     // OVS prints weight 1 as no weight at all (it is the default).
-    let groups = br.ofctl("dump-groups");
+    let groups = br.dump("dump-groups");
     // Dump order follows OVS's hash table, not insertion order.
     let mut lines: Vec<&str> = groups.lines().skip(1).map(str::trim).collect();
     lines.sort_unstable();
@@ -452,7 +354,7 @@ fn ovs_accepts_encoder_messages_over_mgmt_socket() {
         return;
     }
     let dpid = 0x0000_0000_00ff_0001;
-    let br = Bridge::create("i", dpid);
+    let br = bridge("i", dpid);
     let stream =
         UnixStream::connect(br.mgmt_socket()).expect("connect to bridge management socket");
     stream
@@ -509,10 +411,10 @@ fn ovs_over_tcp_and_tshark_finds_nothing_malformed() {
         return;
     }
     let dpid = 0x0000_0000_00ff_0002;
-    let br = Bridge::create("t", dpid);
+    let br = bridge("t", dpid);
     let port = 16_000 + (std::process::id() % 1000) as u16;
     let target = format!("ptcp:{port}:127.0.0.1");
-    sh("ovs-vsctl", &["set-controller", &br.name, &target]);
+    sh("ovs-vsctl", &["set-controller", br.name(), &target]);
     let cap = Capture::start(port);
 
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -6,3 +6,4 @@
 
 pub mod fabric;
 pub mod fake_switch;
+pub mod ovs;

@@ -9,7 +9,6 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,17 +18,12 @@ use fabricflow_controller::service::Controller;
 
 pub const COOKIE: u64 = 0x00ff_f10f_0000_0001;
 
+#[allow(unused_imports)]
+pub use fabricflow_testkit::ovs::sh;
+use fabricflow_testkit::ovs::{self, Bridge, PortKind};
+
 pub fn skip() -> bool {
-    if std::env::var_os("FABRICFLOW_SKIP_OVS").is_some() {
-        eprintln!("FABRICFLOW_SKIP_OVS set: skipping Open vSwitch integration test");
-        return true;
-    }
-    let _ = Command::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../scripts/ovs-start.sh"
-    ))
-    .status();
-    false
+    ovs::skip("Open vSwitch integration test")
 }
 
 pub fn init_logs() {
@@ -42,119 +36,46 @@ pub fn init_logs() {
         .try_init();
 }
 
-pub fn sh(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// Bridges of one line fixture: `n` netdev bridges joined by patch ports (port 3 of switch i ↔
 /// port 2 of switch i+1), port 1 internal. Deleted on drop.
 pub struct Line {
     pub names: Vec<String>,
+    pub bridges: Vec<Bridge>,
     pub fixture: Arc<LineFixture>,
 }
 
 impl Line {
     pub fn create(tag: &str, dpid_base: u64, n: u32) -> Line {
         let pid = std::process::id() % 10_000;
-        let names: Vec<String> = (0..n).map(|i| format!("ff{tag}{pid}{i}")).collect();
-        for name in &names {
-            let _ = Command::new("ovs-vsctl")
-                .args(["--if-exists", "del-br", name])
-                .status();
-        }
-        for (i, name) in names.iter().enumerate() {
-            let dpid = format!("other-config:datapath-id={:016x}", dpid_base + i as u64);
-            let host = format!("{name}h");
-            sh(
-                "ovs-vsctl",
-                &[
-                    "add-br",
-                    name,
-                    "--",
-                    "set",
-                    "bridge",
-                    name,
-                    "datapath_type=netdev",
-                    "protocols=OpenFlow13",
-                    "fail-mode=secure",
-                    &dpid,
-                    "--",
-                    "add-port",
-                    name,
-                    &host,
-                    "--",
-                    "set",
-                    "interface",
-                    &host,
-                    "type=internal",
-                    "ofport_request=1",
-                ],
-            );
-        }
-        for i in 0..names.len().saturating_sub(1) {
-            let (a, b) = (&names[i], &names[i + 1]);
-            let pa = format!("{a}r");
-            let pb = format!("{b}l");
-            sh(
-                "ovs-vsctl",
-                &[
-                    "add-port",
-                    a,
-                    &pa,
-                    "--",
-                    "set",
-                    "interface",
-                    &pa,
-                    "type=patch",
-                    &format!("options:peer={pb}"),
-                    "ofport_request=3",
-                    "--",
-                    "add-port",
-                    b,
-                    &pb,
-                    "--",
-                    "set",
-                    "interface",
-                    &pb,
-                    "type=patch",
-                    &format!("options:peer={pa}"),
-                    "ofport_request=2",
-                ],
-            );
+        let bridges: Vec<Bridge> = (0..n)
+            .map(|i| {
+                let name = format!("ff{tag}{pid}{i}");
+                Bridge::create(
+                    &name,
+                    dpid_base + u64::from(i),
+                    &[("h", 1, PortKind::Internal)],
+                )
+            })
+            .collect();
+        for pair in bridges.windows(2) {
+            pair[0].patch(3, &pair[1], 2);
         }
         Line {
-            names,
+            names: bridges.iter().map(|b| b.name().to_owned()).collect(),
+            bridges,
             fixture: Arc::new(LineFixture::new(dpid_base, n, COOKIE)),
         }
     }
 
     /// Points every bridge at these controller targets (reconnect backoff 1 s).
     pub fn set_controllers(&self, targets: &[String]) {
-        for name in &self.names {
-            let mut args = vec!["set-controller", name.as_str()];
-            args.extend(targets.iter().map(String::as_str));
-            sh("ovs-vsctl", &args);
-            let uuids = sh("ovs-vsctl", &["get", "bridge", name, "controller"]);
-            for u in uuids.trim().trim_matches(['[', ']']).split(',') {
-                let u = u.trim();
-                if !u.is_empty() {
-                    sh("ovs-vsctl", &["set", "controller", u, "max_backoff=1000"]);
-                }
-            }
+        for b in &self.bridges {
+            b.set_controllers(targets);
         }
     }
 
     pub fn ofctl(&self, i: usize, what: &str) -> String {
-        sh("ovs-ofctl", &["-O", "OpenFlow13", what, &self.names[i]])
+        self.bridges[i].dump(what)
     }
 
     /// Controller flows on bridge `i` (lines with our cookie).
@@ -173,16 +94,6 @@ impl Line {
             .skip(1)
             .map(|l| l.trim().to_string())
             .collect()
-    }
-}
-
-impl Drop for Line {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = Command::new("ovs-vsctl")
-                .args(["--if-exists", "del-br", n])
-                .status();
-        }
     }
 }
 

@@ -18,13 +18,10 @@ pub const OFPMPF_REQ_MORE: u16 = 1;
 /// `OFPMPF_REPLY_MORE`: more replies follow.
 pub const OFPMPF_REPLY_MORE: u16 = 1;
 
-/// `OFPP_ANY`.
-pub const OFPP_ANY: u32 = 0xffff_ffff;
-/// `OFPG_ANY` / `OFPG_ALL`.
-pub const OFPG_ANY: u32 = 0xffff_ffff;
-pub const OFPG_ALL: u32 = 0xffff_fffc;
-/// `OFPTT_ALL`.
-pub const OFPTT_ALL: u8 = 0xff;
+// The wildcards the requests use, defined where their concept lives.
+pub use crate::openflow::group::{OFPG_ALL, OFPG_ANY};
+pub use crate::openflow::port::OFPP_ANY;
+pub use crate::openflow::table::OFPTT_ALL;
 /// `OFPQ_ALL`.
 pub const OFPQ_ALL: u32 = 0xffff_ffff;
 /// `OFPM_ALL`.

@@ -1,0 +1,274 @@
+//! The one Open vSwitch fixture of the integration tests: netdev bridges built with
+//! `ovs-vsctl` (internal, veth and patch ports at fixed OpenFlow numbers), deleted on drop, and a
+//! blocking OpenFlow connection. Test code: failures panic with the command and its stderr.
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+
+use std::io::{Read, Write};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use fabricflow_proto::framer::Framer;
+use fabricflow_proto::openflow::message::{Body, Message};
+
+/// `FABRICFLOW_SKIP_OVS` set: the caller skips its Open vSwitch test. Otherwise Open vSwitch is
+/// started (userspace datapath) if it is not running.
+pub fn skip(what: &str) -> bool {
+    if std::env::var_os("FABRICFLOW_SKIP_OVS").is_some() {
+        eprintln!("FABRICFLOW_SKIP_OVS set: skipping {what}");
+        return true;
+    }
+    let _ = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scripts/ovs-start.sh"
+    ))
+    .status();
+    false
+}
+
+/// Runs a command; panics with its stderr if it fails.
+pub fn sh(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| {
+        panic!("cannot run {cmd}: {e} (is Open vSwitch installed? run scripts/install-deps.sh)")
+    });
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Polls `f` until it returns `Some`, or panics after `secs`.
+pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A port to create on a bridge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortKind {
+    /// An internal port.
+    Internal,
+    /// A veth whose peer (`<name>w`) stays in the root namespace.
+    Veth,
+}
+
+/// A netdev OpenFlow 1.3 bridge in secure fail mode, deleted (with its veths) on drop.
+#[derive(Debug)]
+pub struct Bridge {
+    name: String,
+    veths: Vec<String>,
+}
+
+impl Bridge {
+    /// A unique bridge name for `tag` in this process (interface names are ≤ 15 characters).
+    pub fn unique_name(tag: &str) -> String {
+        format!("ff{tag}{}", std::process::id() % 100_000)
+    }
+
+    /// Creates bridge `name` with datapath id `dpid` and `ports` (name suffix, OpenFlow number,
+    /// kind); the port interface is `<name><suffix>`. Any bridge left by an earlier run goes.
+    pub fn create(name: &str, dpid: u64, ports: &[(&str, u32, PortKind)]) -> Bridge {
+        let _ = Command::new("ovs-vsctl")
+            .args(["--if-exists", "del-br", name])
+            .status();
+        let mut b = Bridge {
+            name: name.to_owned(),
+            veths: Vec::new(),
+        };
+        let mut args: Vec<String> = vec![
+            "add-br".into(),
+            name.into(),
+            "--".into(),
+            "set".into(),
+            "bridge".into(),
+            name.into(),
+            "datapath_type=netdev".into(),
+            "protocols=OpenFlow13".into(),
+            "fail-mode=secure".into(),
+            format!("other-config:datapath-id={dpid:016x}"),
+        ];
+        for (suffix, no, kind) in ports {
+            let iface = format!("{name}{suffix}");
+            if *kind == PortKind::Veth {
+                let peer = format!("{name}w");
+                let _ = Command::new("ip").args(["link", "del", &iface]).status();
+                sh(
+                    "ip",
+                    &["link", "add", &iface, "type", "veth", "peer", "name", &peer],
+                );
+                sh("ip", &["link", "set", &iface, "up"]);
+                sh("ip", &["link", "set", &peer, "up"]);
+                b.veths.push(iface.clone());
+            }
+            args.extend(["--".into(), "add-port".into(), name.into(), iface.clone()]);
+            args.extend(["--".into(), "set".into(), "interface".into(), iface]);
+            if *kind == PortKind::Internal {
+                args.push("type=internal".into());
+            }
+            args.push(format!("ofport_request={no}"));
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        sh("ovs-vsctl", &refs);
+        b
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The bridge's OpenFlow management socket.
+    pub fn mgmt_socket(&self) -> String {
+        format!("/var/run/openvswitch/{}.mgmt", self.name)
+    }
+
+    /// `ovs-ofctl -O OpenFlow13 ARGS…`.
+    pub fn ofctl(&self, args: &[&str]) -> String {
+        let mut a = vec!["-O", "OpenFlow13"];
+        a.extend_from_slice(args);
+        sh("ovs-ofctl", &a)
+    }
+
+    /// `ovs-ofctl -O OpenFlow13 WHAT <bridge>` (dump-flows, dump-groups, …).
+    pub fn dump(&self, what: &str) -> String {
+        self.ofctl(&[what, &self.name])
+    }
+
+    /// Cables port `a_no` of `self` to port `b_no` of `other` with a patch pair.
+    pub fn patch(&self, a_no: u32, other: &Bridge, b_no: u32) {
+        let (pa, pb) = (format!("{}r", self.name), format!("{}l", other.name));
+        sh(
+            "ovs-vsctl",
+            &[
+                "add-port",
+                &self.name,
+                &pa,
+                "--",
+                "set",
+                "interface",
+                &pa,
+                "type=patch",
+                &format!("options:peer={pb}"),
+                &format!("ofport_request={a_no}"),
+                "--",
+                "add-port",
+                &other.name,
+                &pb,
+                "--",
+                "set",
+                "interface",
+                &pb,
+                "type=patch",
+                &format!("options:peer={pa}"),
+                &format!("ofport_request={b_no}"),
+            ],
+        );
+    }
+
+    /// Points the bridge at these controller targets (reconnect backoff 1 s).
+    pub fn set_controllers(&self, targets: &[String]) {
+        let mut args = vec!["set-controller", self.name.as_str()];
+        args.extend(targets.iter().map(String::as_str));
+        sh("ovs-vsctl", &args);
+        let uuids = sh("ovs-vsctl", &["get", "bridge", &self.name, "controller"]);
+        for u in uuids.trim().trim_matches(['[', ']']).split(',') {
+            let u = u.trim();
+            if !u.is_empty() {
+                sh("ovs-vsctl", &["set", "controller", u, "max_backoff=1000"]);
+            }
+        }
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = Command::new("ovs-vsctl")
+            .args(["--if-exists", "del-br", &self.name])
+            .status();
+        for v in &self.veths {
+            let _ = Command::new("ip").args(["link", "del", v]).status();
+        }
+    }
+}
+
+/// A blocking OpenFlow connection over any byte stream (the test is the controller).
+#[derive(Debug)]
+pub struct OfConn<S: Read + Write> {
+    stream: S,
+    framer: Framer,
+    xid: u32,
+}
+
+impl<S: Read + Write> OfConn<S> {
+    pub fn new(stream: S) -> Self {
+        OfConn {
+            stream,
+            framer: Framer::new(65535),
+            xid: 100,
+        }
+    }
+
+    pub fn next_xid(&mut self) -> u32 {
+        self.xid += 1;
+        self.xid
+    }
+
+    pub fn send(&mut self, msg: &Message) {
+        self.stream
+            .write_all(&msg.to_bytes())
+            .expect("write to switch");
+    }
+
+    /// The next message and its exact bytes (10 s at most).
+    pub fn recv_raw(&mut self) -> (Message, Vec<u8>) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(frame) = self.framer.next_message().expect("framing") {
+                let msg = Message::decode(&frame).unwrap_or_else(|e| {
+                    panic!("message does not decode: {e}: {:02x?}", &frame[..])
+                });
+                return (msg, frame.to_vec());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for the switch"
+            );
+            let mut buf = [0u8; 65536];
+            let n = self.stream.read(&mut buf).expect("read from switch");
+            assert!(n > 0, "switch closed the connection");
+            self.framer.push(&buf[..n]);
+        }
+    }
+
+    pub fn recv(&mut self) -> Message {
+        self.recv_raw().0
+    }
+
+    /// Sends `msgs` then a barrier; returns every message received before the barrier reply.
+    pub fn transact(&mut self, msgs: Vec<Message>) -> Vec<Message> {
+        for m in &msgs {
+            self.send(m);
+        }
+        let bxid = self.next_xid();
+        self.send(&Message::barrier_request(bxid));
+        let mut out = Vec::new();
+        loop {
+            let m = self.recv();
+            if m.xid == bxid && matches!(m.body, Body::BarrierReply) {
+                return out;
+            }
+            out.push(m);
+        }
+    }
+}
