@@ -126,8 +126,8 @@ class ThroughputTests(Base):
         # Throughput: global links (2.5 Mb/s) are the scarce resource.  Minimal routing cannot
         # carry more than 7 x 2.5 = 17.5 Mb/s (each group over its one link to the next; the
         # shaping holds it there), Valiant spreads the groups over the others (ideal ~44).
-        # Measured in 30 s runs: minimal 16.7-17.0, Valiant 33.8-38.4 (mininet/README.md); in
-        # this 8 s run minimal 16.9-18.4 (htb's initial burst weighs more in a short run).
+        # The measured figures: mininet/README.md, "QCN-SW results", Dragonfly(1,2,3); in this
+        # 8 s run minimal 16.9-18.4 (htb's initial burst weighs more in a short run).
         ceiling = 7 * 2.5
         self.assertLess(mn["aggregate_mbps"], 1.2 * ceiling, "minimal above its link ceiling")
         self.assertGreater(va["aggregate_mbps"], 1.3 * ceiling, "Valiant does not beat minimal")

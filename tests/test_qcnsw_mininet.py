@@ -11,8 +11,8 @@ weights; the non-minimal buckets' packet counters grow; ovs-vswitchd dropped no 
 the queues (scripts/ovs-start.sh); after the traffic stops every P climbs back to 100 (idle
 timer).  QCN-SW beats minimal routing: its aggregate exceeds what minimal routing can carry at
 all under ADV+1 here (each of the 7 groups sends over its one 2.5 Mb/s global link to the next:
-17.5 Mb/s), so no minimal run is needed (measured: minimal 16.7-17.0, qcnsw-combined 36-38 Mb/s
-in 30 s runs, mininet/README.md).  The controller-mode all-pairs ping covers the controller
+17.5 Mb/s), so no minimal run is needed (the measured figures: mininet/README.md, "QCN-SW
+results", Dragonfly(1,2,3)).  The controller-mode all-pairs ping covers the controller
 runtime alone.  The census test checks the other side of the harness's `cp.min_sources`: a
 link that one host fills gets no CNM and keeps P at 100, and gets them with the gate off.
 """

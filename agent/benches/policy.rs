@@ -3,7 +3,7 @@
 //!
 //! Run: `cargo bench -p fabricflow-agent --bench policy`
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use fabricflow_agent::config::PolicyConfig;
+use fabricflow_agent::policy::PolicyConfig;
 use fabricflow_agent::policy::{Effects, Event, Policy, UpdatePolicy, Variant};
 
 const PORTS: u32 = 16;

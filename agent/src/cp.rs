@@ -11,9 +11,14 @@
 //!   `sampling_base_bytes / 150 000` for small emulated queues, and randomised by ±jitter
 //!   (default 15 %) from a random value the caller supplies: no global RNG, so runs replay.
 
+mod config;
+
+pub use config::CpConfig;
+
+use fabricflow_proto::cnm::MAX_QNTZ_FB;
 use fabricflow_proto::MacAddr;
 
-use crate::config::{ConfigError, CpConfig, QNTZ_FB_MAX};
+use crate::error::ConfigError;
 
 /// The 802.1Qau sampling intervals, octets, indexed by QntzFb >> 3 (at the standard base).
 pub const SAMPLING_TABLE_BYTES: [u64; 8] = [
@@ -76,12 +81,12 @@ pub fn feedback(cfg: &CpConfig, q_bytes: u64, q_old_bytes: u64) -> Feedback {
     // `max`/`min` rather than `clamp`: no panic even for a non-validated configuration.
     let fb = raw.max(-fb_max).min(0.0);
     let q_fb = if fb_max > 0.0 {
-        (-fb * f64::from(QNTZ_FB_MAX) / fb_max).round()
+        (-fb * f64::from(MAX_QNTZ_FB) / fb_max).round()
     } else {
         0.0
     };
     // In [0, 63] by construction; the clamp makes the `as` conversion obviously lossless.
-    let qntz_fb = q_fb.max(0.0).min(f64::from(QNTZ_FB_MAX)) as u8;
+    let qntz_fb = q_fb.max(0.0).min(f64::from(MAX_QNTZ_FB)) as u8;
     Feedback {
         q_off_bytes: q_off,
         q_delta_bytes: q_delta,
@@ -99,7 +104,7 @@ pub fn fb_magnitude_max(cfg: &CpConfig) -> f64 {
 
 /// The sampling interval after a sample with `qntz_fb`, before randomisation, octets.
 pub fn sampling_interval_bytes(cfg: &CpConfig, qntz_fb: u8) -> u64 {
-    let idx = usize::from(qntz_fb.min(QNTZ_FB_MAX) >> 3);
+    let idx = usize::from(qntz_fb.min(MAX_QNTZ_FB) >> 3);
     let standard = SAMPLING_TABLE_BYTES
         .get(idx)
         .copied()

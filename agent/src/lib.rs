@@ -14,7 +14,8 @@
 //! - [`weights`]: when a changed probability is written as SELECT-group bucket weights (at least a
 //!   quantum of change, at most once per minimum update interval).
 //! - [`cp`]: the QCN congestion point maths (Fb, QntzFb, sampling intervals) for the emulated CP.
-//! - [`config`]: every constant, with documented defaults and validation (TOML via serde).
+//! - [`config`]: the agent's file: every module's section composed, TOML loading, validation.
+//! - [`error`]: [`ConfigError`], shared by every section's validation.
 //! - [`plan`]: decision points and fabric ports learned from the switch's groups and flows.
 //! - [`session`]: the sans-IO OpenFlow session with one switch (messages + time in, messages out).
 //! - [`qdisc`]: rtnetlink request/parser for an egress qdisc's backlog (the emulated CP's Q).
@@ -23,6 +24,7 @@
 
 pub mod config;
 pub mod cp;
+pub mod error;
 pub mod plan;
 pub mod policy;
 pub mod qdisc;
@@ -34,7 +36,8 @@ pub mod weights;
 /// An OpenFlow port number.
 pub type PortNo = u32;
 
-pub use config::{AgentConfig, ConfigError};
+pub use config::AgentConfig;
+pub use error::ConfigError;
 pub use policy::{Effects, Event, Policy};
 pub use switch_core::SwitchCore;
 pub use weights::{DecisionPoint, GroupWrite, WeightPlanner};

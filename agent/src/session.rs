@@ -48,7 +48,8 @@ use fabricflow_proto::openflow::symmetric::ErrorType;
 use fabricflow_proto::MacAddr;
 use serde::Serialize;
 
-use crate::config::{AgentConfig, ByteCounter, ConfigError};
+use crate::config::{AgentConfig, ByteCounter};
+use crate::error::ConfigError;
 use crate::plan::{LearnedPlan, PlanConventions};
 use crate::policy::Policy;
 use crate::switch_core::{CnmRoute, CongestionSample, Culprit, Learned, SwitchCore};

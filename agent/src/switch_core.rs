@@ -18,10 +18,10 @@ use fabricflow_proto::ethernet::{ethertype, EthernetView};
 use fabricflow_proto::select_weights::p_minimal_from_weights;
 use fabricflow_proto::MacAddr;
 
-use crate::config::{ConfigError, PolicyConfig, WeightsConfig};
+use crate::error::ConfigError;
 use crate::plan::{host_group, LearnedPlan};
-use crate::policy::{Effects, Event, Policy};
-use crate::weights::{GroupWrite, WeightPlanner};
+use crate::policy::{Effects, Event, Policy, PolicyConfig};
+use crate::weights::{GroupWrite, WeightPlanner, WeightsConfig};
 use crate::PortNo;
 
 /// The frame a congestion point sampled, as far as the reaction needs it.

@@ -16,9 +16,13 @@
 //! case nothing is written. The first write of a group is never delayed.
 //! [`WeightPlanner::next_deadline_ns`] tells the I/O shell when to tick.
 
+mod config;
+
+pub use config::{GroupOverride, WeightsConfig};
+
 use fabricflow_proto::select_weights::{weights, weights_iter};
 
-use crate::config::{ConfigError, WeightsConfig};
+use crate::error::ConfigError;
 use crate::policy::P_MAX_PERCENT;
 use crate::PortNo;
 
@@ -423,7 +427,7 @@ mod tests {
     fn per_group_override_and_installed_weights() {
         let cfg = WeightsConfig {
             min_update_interval_us: 10_000,
-            group_overrides: vec![crate::config::GroupOverride {
+            group_overrides: vec![GroupOverride {
                 group_id: 7,
                 min_update_interval_us: 1_000,
             }],

@@ -260,7 +260,7 @@ fn test_config() -> AgentConfig {
     // These tests check the runtime against exact weights: the published base rule keeps the
     // arithmetic simple (one CNM, one plain decrease).
     let mut cfg = AgentConfig {
-        policy: fabricflow_agent::config::PolicyConfig::published(),
+        policy: fabricflow_agent::policy::PolicyConfig::published(),
         ..AgentConfig::default()
     };
     cfg.weights.min_update_interval_us = 0;

@@ -32,7 +32,8 @@ impl fmt::Display for Endpoint {
 /// The peer a fabric port must be cabled to.
 pub type ExpectedPeer = Endpoint;
 
-/// A link's identity: its two endpoints, the smaller first (so `a–b` and `b–a` are one link).
+/// A fabric link (switch to switch) as the runtime knows it: its two endpoints by dpid, the
+/// smaller first (so `a–b` and `b–a` are one link). The model's link is [`crate::topology::Link`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct LinkId {
     pub a: Endpoint,
@@ -61,20 +62,6 @@ impl fmt::Display for LinkId {
     }
 }
 
-/// A fabric link (switch to switch). Host links are not probed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct Link {
-    pub id: LinkId,
-}
-
-impl Link {
-    pub fn new(x: Endpoint, y: Endpoint) -> Self {
-        Link {
-            id: LinkId::new(x, y),
-        }
-    }
-}
-
 /// What one switch must hold (built by the planner; flows and groups carry the controller
 /// cookie). Flows are ADDs; the runtime turns them into the difference with the switch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -92,8 +79,8 @@ pub struct DesiredSwitch {
 pub trait PlanSource: Send + Sync {
     /// Every switch's desired state with the links in `failed_links` out of service.
     fn plan(&self, failed_links: &BTreeSet<LinkId>) -> BTreeMap<u64, DesiredSwitch>;
-    /// Every fabric link of the topology (failed or not).
-    fn links(&self) -> Vec<Link>;
+    /// Every fabric link of the topology (failed or not); host links are not probed.
+    fn links(&self) -> Vec<LinkId>;
 }
 
 pub mod fixture;

@@ -24,7 +24,7 @@ use crate::plan::ir::{
     ports, Action, Bucket, Field, FieldRange, Flow, GroupType, Match, VID_PRESENT,
 };
 use crate::plan::{ethertype, Plan, SwitchPlan, TABLE_CLASSIFY};
-use crate::topology::{Endpoint, Fabric, HostId, Link, Peer, PortNo, SwitchId};
+use crate::topology::{Fabric, HostId, Link, LinkEnd, Peer, PortNo, SwitchId};
 
 /// One 802.1Q tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -653,11 +653,11 @@ impl<'a> Walker<'a> {
                             Some(Peer::Host(h)) => Some(End::Delivered(h)),
                             Some(Peer::Switch { switch, port: pp }) => {
                                 let l = Link::new(
-                                    Endpoint {
+                                    LinkEnd {
                                         switch: x,
                                         port: e.port,
                                     },
-                                    Endpoint { switch, port: pp },
+                                    LinkEnd { switch, port: pp },
                                 );
                                 if self.failed.contains(&l) {
                                     Some(End::LinkDown {

@@ -94,22 +94,17 @@ impl PlanSource for FabricPlanner {
         }
     }
 
-    fn links(&self) -> Vec<desired::Link> {
+    fn links(&self) -> Vec<LinkId> {
         self.fabric
             .links()
             .into_iter()
-            .filter_map(|l| {
-                Some(desired::Link::new(
-                    self.endpoint(l.a())?,
-                    self.endpoint(l.b())?,
-                ))
-            })
+            .filter_map(|l| Some(LinkId::new(self.endpoint(l.a())?, self.endpoint(l.b())?)))
             .collect()
     }
 }
 
 impl FabricPlanner {
-    fn endpoint(&self, e: crate::topology::Endpoint) -> Option<desired::Endpoint> {
+    fn endpoint(&self, e: crate::topology::LinkEnd) -> Option<desired::Endpoint> {
         Some(desired::Endpoint {
             dpid: self.fabric.switch(e.switch)?.dpid,
             port: e.port,
@@ -427,7 +422,7 @@ mod tests {
     fn failed_link_replans_only_around_it() {
         let p = planner("dragonfly:p=1,a=2,h=1");
         let before = p.plan(&BTreeSet::new());
-        let link = p.links()[0].id;
+        let link = p.links()[0];
         let after = p.plan(&BTreeSet::from([link]));
         let changed: Vec<_> = before
             .iter()

@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::topology::dragonfly::Dragonfly;
 use crate::topology::fattree::FatTree;
-use crate::topology::{Endpoint, Fabric, FabricKind, Link, Peer, PortNo, PortRole, SwitchId};
+use crate::topology::{Fabric, FabricKind, Link, LinkEnd, Peer, PortNo, PortRole, SwitchId};
 
 /// Hop count stored for "no route".
 const UNREACHABLE: u16 = u16::MAX;
@@ -180,11 +180,11 @@ impl Routes {
                     .filter_map(|p| match p.peer {
                         Peer::Switch { switch, port } => {
                             let l = Link::new(
-                                Endpoint {
+                                LinkEnd {
                                     switch: x,
                                     port: p.no,
                                 },
-                                Endpoint { switch, port },
+                                LinkEnd { switch, port },
                             );
                             (!failed.contains(&l)).then_some((p.no, cost(p.role), switch))
                         }

@@ -11,8 +11,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-use fabricflow_agent::config::{CpConfig, PolicyConfig, WeightsConfig};
+use fabricflow_agent::cp::CpConfig;
+use fabricflow_agent::policy::PolicyConfig;
 use fabricflow_agent::policy::Variant;
+use fabricflow_agent::weights::WeightsConfig;
 use fabricflow_controller::TopologySpec;
 
 /// Errors in a simulation spec.

@@ -139,7 +139,7 @@ fn config(cli: &Cli) -> SimConfig {
         c.cp.sampling_base_bytes = x;
     }
     if cli.published_constants {
-        c.policy = fabricflow_agent::config::PolicyConfig::published();
+        c.policy = fabricflow_agent::policy::PolicyConfig::published();
     }
     if let Some(x) = cli.qcn_step {
         c.policy.increase_step_percent = x;

@@ -1245,8 +1245,8 @@ impl Sim {
 /// controller's flows), so the simulated QCN-SW is the agent's.
 fn learned_cores(
     fabric: &Fabric,
-    policy: &fabricflow_agent::config::PolicyConfig,
-    weights: &fabricflow_agent::config::WeightsConfig,
+    policy: &fabricflow_agent::policy::PolicyConfig,
+    weights: &fabricflow_agent::weights::WeightsConfig,
 ) -> Result<Vec<SwitchCore>, SpecError> {
     let invalid = |e: String| SpecError::Invalid(e);
     let desired = desired_state(fabric, &PlanOptions::default(), &BTreeSet::new())

@@ -43,17 +43,21 @@
 //! The update policies (AIMD, AIAD, MIMD, MIAD) define what one increase and one decrease are:
 //! see [`UpdatePolicy`].
 
+mod config;
 mod event;
 mod update;
 mod variant;
 
+pub use config::{FbReference, PolicyConfig};
 pub use event::{Cause, Counters, Effects, Event, PChange};
 pub use update::{UpdatePolicy, P_MAX_PERCENT};
 pub use variant::Variant;
 
 use update::Rates;
 
-use crate::config::{ConfigError, FbReference, PolicyConfig, QNTZ_FB_MAX};
+use fabricflow_proto::cnm::MAX_QNTZ_FB;
+
+use crate::error::ConfigError;
 use crate::PortNo;
 
 #[derive(Debug, Clone)]
@@ -323,7 +327,7 @@ impl Policy {
     fn on_cnm_received(&mut self, port: PortNo, qntz_fb: u8, now_ns: u64, out: &mut Effects) {
         let Some(i) = self.lookup(port) else { return };
         self.counters.cnm_received += 1;
-        let q = qntz_fb.min(QNTZ_FB_MAX);
+        let q = qntz_fb.min(MAX_QNTZ_FB);
         if self.cfg.variant.feedback_comparison() {
             self.feedback_comparison(i, port, q, now_ns, out);
         } else {
@@ -339,7 +343,7 @@ impl Policy {
         }
         let Some(i) = self.lookup(port) else { return };
         self.counters.cnm_self_charged += 1;
-        let q = qntz_fb.min(QNTZ_FB_MAX);
+        let q = qntz_fb.min(MAX_QNTZ_FB);
         if self.cfg.source_comparison && self.cfg.variant.feedback_comparison() {
             let reference = self.reference_at(i, now_ns);
             self.compare(i, port, q, reference, out);
@@ -371,7 +375,7 @@ impl Policy {
         let Some(i) = self.lookup(port) else { return };
         self.counters.congestion_observed += 1;
         if let Some(st) = self.state.get_mut(i) {
-            st.own_fb = qntz_fb.min(QNTZ_FB_MAX);
+            st.own_fb = qntz_fb.min(MAX_QNTZ_FB);
             st.own_fb_at_ns = now_ns;
         }
     }

@@ -418,7 +418,6 @@ fn source_comparison_compares_self_generated_cnms() {
 
 #[test]
 fn candidate_reference_compares_with_the_candidates_congestion() {
-    use crate::config::FbReference;
     let cfg = PolicyConfig {
         fbcomp_reference: FbReference::Candidates,
         source_comparison: true,
@@ -580,8 +579,7 @@ fn handle_into_reuses_the_buffer() {
 
 mod props {
     use super::*;
-    use crate::config::WeightsConfig;
-    use crate::weights::{DecisionPoint, WeightPlanner};
+    use crate::weights::{DecisionPoint, WeightPlanner, WeightsConfig};
     use proptest::prelude::*;
 
     const PORTS: [PortNo; 6] = [3, 4, 5, 6, 7, 8];
@@ -616,10 +614,7 @@ mod props {
             0.0f64..10.0,
             0u64..5_000,
             any::<bool>(),
-            prop::sample::select(vec![
-                crate::config::FbReference::FabricAverage,
-                crate::config::FbReference::Candidates,
-            ]),
+            prop::sample::select(vec![FbReference::FabricAverage, FbReference::Candidates]),
         )
             .prop_map(
                 |(variant, update, p_min, timer, th1, th2, age, srccmp, reference)| PolicyConfig {

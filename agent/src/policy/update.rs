@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::PolicyConfig;
+use super::PolicyConfig;
 
 /// Upper bound of P, percent.
 pub const P_MAX_PERCENT: f64 = 100.0;

@@ -18,7 +18,7 @@ fn out(port: u32) -> Vec<Action> {
 /// The published base rule: these tests check exact weights after one plain decrease.
 fn published() -> AgentConfig {
     AgentConfig {
-        policy: crate::config::PolicyConfig::published(),
+        policy: crate::policy::PolicyConfig::published(),
         ..AgentConfig::default()
     }
 }

@@ -20,7 +20,7 @@ use fabricflow_proto::openflow::instruction::Instruction;
 use fabricflow_proto::openflow::oxm::{Match, OxmField};
 use fabricflow_proto::MacAddr;
 
-use super::{DesiredSwitch, Endpoint, Link, LinkId, PlanSource};
+use super::{DesiredSwitch, Endpoint, LinkId, PlanSource};
 
 /// Group id of every fixture switch's SELECT group.
 pub const FIXTURE_GROUP_ID: u32 = 1000;
@@ -192,10 +192,10 @@ impl PlanSource for LineFixture {
             .collect()
     }
 
-    fn links(&self) -> Vec<Link> {
+    fn links(&self) -> Vec<LinkId> {
         (1..self.n)
             .map(|i| {
-                Link::new(
+                LinkId::new(
                     Endpoint {
                         dpid: self.dpid(i - 1),
                         port: 3,
@@ -218,7 +218,7 @@ mod tests {
     fn failed_link_removes_bucket_on_both_ends_only() {
         let f = LineFixture::new(0x100, 3, 7);
         let ok = f.plan(&BTreeSet::new());
-        let link = f.links()[0].id;
+        let link = f.links()[0];
         let failed = f.plan(&BTreeSet::from([link]));
         assert_ne!(ok[&0x100], failed[&0x100]);
         assert_ne!(ok[&0x101], failed[&0x101]);

@@ -192,9 +192,10 @@ enum Act {
     Group(u32),
 }
 
-/// One decision point of a switch.
+/// The non-minimal ports of one decision point (keyed by its minimal port) while the planner
+/// works them out; `DecisionPoint` names the installed group (agent/src/weights.rs).
 #[derive(Debug, Default)]
-struct DecisionPoint {
+struct CandidatePorts {
     /// Equal-cost alternatives common to every destination using this minimal port.
     ecmp: Option<BTreeSet<PortNo>>,
     candidates: Vec<PortNo>,
@@ -293,9 +294,10 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// Decision points of switch x (only switches with hosts inject).
-    fn decision_points(&self, x: SwitchId) -> BTreeMap<PortNo, DecisionPoint> {
-        let mut dps: BTreeMap<PortNo, DecisionPoint> = BTreeMap::new();
+    /// Decision points of switch x, minimal port → its candidates (only switches with hosts
+    /// inject).
+    fn decision_points(&self, x: SwitchId) -> BTreeMap<PortNo, CandidatePorts> {
+        let mut dps: BTreeMap<PortNo, CandidatePorts> = BTreeMap::new();
         let Some(sw) = self.fabric.switch(x) else {
             return dps;
         };
@@ -367,7 +369,7 @@ impl<'a> Planner<'a> {
     #[allow(clippy::type_complexity)]
     fn diverts(
         &self,
-        dps: &[BTreeMap<PortNo, DecisionPoint>],
+        dps: &[BTreeMap<PortNo, CandidatePorts>],
     ) -> BTreeMap<SwitchId, BTreeMap<PortNo, BTreeMap<SwitchId, Act>>> {
         let mut out: BTreeMap<SwitchId, BTreeMap<PortNo, BTreeMap<SwitchId, Act>>> =
             BTreeMap::new();
@@ -657,7 +659,7 @@ impl<'a> Planner<'a> {
     fn switch_plan(
         &self,
         x: SwitchId,
-        dps: &BTreeMap<PortNo, DecisionPoint>,
+        dps: &BTreeMap<PortNo, CandidatePorts>,
         diverts: Option<&BTreeMap<PortNo, BTreeMap<SwitchId, Act>>>,
     ) -> Result<SwitchPlan, PlanError> {
         let Some(sw) = self.fabric.switch(x) else {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::desired::{Endpoint, Link, LinkId};
+use crate::desired::{Endpoint, LinkId};
 
 /// Health of one link as the API shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -56,17 +56,17 @@ pub struct LinkMonitor {
 }
 
 impl LinkMonitor {
-    pub fn new(links: &[Link], missing_after: Duration) -> Self {
+    pub fn new(links: &[LinkId], missing_after: Duration) -> Self {
         let mut m = LinkMonitor {
             missing_after,
             ..LinkMonitor::default()
         };
-        for l in links {
-            m.links.insert(l.id);
-            m.peer_of.insert(l.id.a, (l.id, l.id.b));
-            m.peer_of.insert(l.id.b, (l.id, l.id.a));
-            m.ends.insert(l.id.a, EndState::default());
-            m.ends.insert(l.id.b, EndState::default());
+        for &l in links {
+            m.links.insert(l);
+            m.peer_of.insert(l.a, (l, l.b));
+            m.peer_of.insert(l.b, (l, l.a));
+            m.ends.insert(l.a, EndState::default());
+            m.ends.insert(l.b, EndState::default());
         }
         m
     }
@@ -212,7 +212,10 @@ mod tests {
 
     fn mon() -> LinkMonitor {
         LinkMonitor::new(
-            &[Link::new(ep(1, 3), ep(2, 2)), Link::new(ep(2, 3), ep(3, 2))],
+            &[
+                LinkId::new(ep(1, 3), ep(2, 2)),
+                LinkId::new(ep(2, 3), ep(3, 2)),
+            ],
             Duration::from_secs(3),
         )
     }

@@ -116,24 +116,25 @@ pub struct Host {
     pub location: Location,
 }
 
-/// One end of a switch-to-switch link.
+/// One end of a switch-to-switch link in the model, by switch index; the runtime names a port by
+/// datapath id instead ([`crate::desired::Endpoint`]), hence a name of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct Endpoint {
+pub struct LinkEnd {
     pub switch: SwitchId,
     pub port: PortNo,
 }
 
-/// A switch-to-switch link, stored with its smaller endpoint first so that a link has one
-/// spelling whichever side names it.
+/// A switch-to-switch link, stored with its smaller end first so that a link has one spelling
+/// whichever side names it. The runtime's name for it is [`crate::desired::LinkId`] (by dpid).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Link {
-    a: Endpoint,
-    b: Endpoint,
+    a: LinkEnd,
+    b: LinkEnd,
 }
 
 impl Link {
     /// The link between two endpoints (order does not matter).
-    pub fn new(x: Endpoint, y: Endpoint) -> Link {
+    pub fn new(x: LinkEnd, y: LinkEnd) -> Link {
         if x <= y {
             Link { a: x, b: y }
         } else {
@@ -141,11 +142,11 @@ impl Link {
         }
     }
     /// The smaller endpoint.
-    pub fn a(&self) -> Endpoint {
+    pub fn a(&self) -> LinkEnd {
         self.a
     }
     /// The larger endpoint.
-    pub fn b(&self) -> Endpoint {
+    pub fn b(&self) -> LinkEnd {
         self.b
     }
 }
@@ -296,11 +297,11 @@ impl Fabric {
         for (id, sw) in self.switches.iter().enumerate() {
             for p in &sw.ports {
                 if let Peer::Switch { switch, port } = p.peer {
-                    let here = Endpoint {
+                    let here = LinkEnd {
                         switch: id,
                         port: p.no,
                     };
-                    let there = Endpoint { switch, port };
+                    let there = LinkEnd { switch, port };
                     if here < there {
                         out.push(Link::new(here, there));
                     }
@@ -316,8 +317,8 @@ impl Fabric {
                 switch,
                 port: peer_port,
             } => Some(Link::new(
-                Endpoint { switch: sw, port },
-                Endpoint {
+                LinkEnd { switch: sw, port },
+                LinkEnd {
                     switch,
                     port: peer_port,
                 },
@@ -345,11 +346,11 @@ impl Fabric {
                 for p in &sw.ports {
                     if let Peer::Switch { switch, port } = p.peer {
                         let l = Link::new(
-                            Endpoint {
+                            LinkEnd {
                                 switch: x,
                                 port: p.no,
                             },
-                            Endpoint { switch, port },
+                            LinkEnd { switch, port },
                         );
                         if failed.contains(&l) {
                             continue;

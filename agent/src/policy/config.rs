@@ -1,0 +1,367 @@
+//! The policy's configuration (`[policy]` of the agent's file): every constant of the QCN-SW
+//! reaction point, with documented defaults and validation.
+
+use fabricflow_proto::cnm::MAX_QNTZ_FB;
+use serde::{Deserialize, Serialize};
+
+use super::{UpdatePolicy, Variant};
+use crate::error::{as_f64, check, ConfigError};
+
+/// Constants of the QCN-SW policy engine (DESIGN §5, QCN.md "QCN-SW constants").
+///
+/// The defaults are the configuration fabricflow-sim's sensitivity sweep picked for uniform and
+/// ADV+1 traffic together on the 1 056-host reference Dragonfly at 40 Gb/s (sim/RESULTS.md §d:
+/// `combined` with fabricflow's two additions, increase step 40, byte limit 30 000, Fb age 20 µs;
+/// Gd 1/128 and Pmin 5 % as published). [`PolicyConfig::published`] gives the papers' constants
+/// (FOGSim / IEEE 802.1Qau) for reproducing them. Time and byte constants scale with the link
+/// rate: on slower links multiply `byte_limit_bytes`'s time and `fb_max_age_us` accordingly
+/// (mininet/agent-emulated.toml does it for 2.5–10 Mb/s links).
+///
+/// Probabilities are in percent (0..=100), as in FOGSim's `portEnrouteMinProb`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// Which published variant runs. Default `combined` (source processing + feedback
+    /// comparison): with `source_comparison` and `fb_max_age_us` it was the sweep's best; the
+    /// published default is `base`.
+    pub variant: Variant,
+    /// How increases and decreases are applied. Default `aimd`, the published default.
+    pub update: UpdatePolicy,
+    /// Gd: multiplicative decrease per unit of QntzFb, P ← P·(1 − Gd·QntzFb). Default 1/128, the
+    /// IEEE 802.1Qau value, so that R = 1 − Gd·QntzFb ∈ [0.508, 1]. Must keep Gd·63 ≤ 0.5.
+    pub gd: f64,
+    /// Additive decrease, in percentage points per unit of QntzFb (AIAD, MIAD):
+    /// P ← P − ad_percent_per_fb·QntzFb. Default 100·Gd = 0.78125, so that a CNM at P = 100 cuts
+    /// the same amount under AD as under MD (QntzFb 63 → −49.2 points). FOGSim subtracts Gd·QntzFb
+    /// points (at most 0.49); set this to the value of `gd` to reproduce it exactly.
+    pub ad_percent_per_fb: f64,
+    /// Additive increase step, in percentage points (AIMD, AIAD). Default 40 (sweep; 1 in
+    /// `published`): from the 5 % floor back to 100 in 3 increases. With feedback comparison,
+    /// source comparison and ageing deciding when to cut, fast recovery keeps uniform traffic
+    /// minimal (sweep, uniform@0.9: 0.67 with step 5, 0.71 with 10, 0.74 with 20, 0.76 with 40
+    /// and 60) while ADV+1 stays diverted (0.40 at load 0.4, reaction 120–160 µs). The papers'
+    /// tuned value is not public.
+    pub increase_step_percent: f64,
+    /// Multiplicative increase fraction x (MIMD, MIAD): P ← min(100, P·(1 + x)). Default 0.02:
+    /// near P = 50 one increase moves P by one point, like the additive default. FOGSim multiplies
+    /// by its R_AI; x = R_AI − 1.
+    pub mi_increase_fraction: f64,
+    /// B: bytes that must leave a port since its last CNM or increase to earn one increase.
+    /// Default 30 000 (sweep; `published`: 150 000, the IEEE 802.1Qau reaction point's byte
+    /// counter, QCN.md) — 6 µs of a busy 40 Gb/s port. Scale it with the link rate on an emulated
+    /// fabric (mininet/agent-emulated.toml uses 30 000 for 2.5–10 Mb/s links).
+    pub byte_limit_bytes: u64,
+    /// Pmin: floor of P, in percent. Default 5: keeps ≈ 13 of the 255 weight quanta on the
+    /// minimal port so the minimal path keeps being probed and its byte counter keeps running;
+    /// under ADV+1 on the reference Dragonfly (p=4, a=8, h=4) at load 0.4 the minimal global
+    /// link's fair share is ≈ 8 % of the group's traffic, above this floor.
+    pub p_min_percent: f64,
+    /// th1: feedback comparison increases P(p) when Fb(p) ≤ Fb_avg + th1 (QntzFb units).
+    /// Default 0, as in FOGSim and DESIGN §5.
+    pub fbcomp_th1: f64,
+    /// th2: feedback comparison decreases P(p) when Fb(p) > Fb_avg + th2 (QntzFb units); nothing
+    /// happens in between. Default 0. Must be ≥ 0 and ≥ th1.
+    pub fbcomp_th2: f64,
+    /// Period of the idle-port increase timer, µs; absent = no timer (FOGSim has none). When set,
+    /// a port that has seen neither a CNM nor an increase for a whole period gets one increase
+    /// per elapsed period on the next `Tick`. Default: absent, because the byte counter already
+    /// recovers every port that carries traffic (transit included) and a port without traffic
+    /// has no flows to steer; set it (e.g. 15 000, the 802.1Qau RP timer) when idle ports must
+    /// recover before their traffic returns.
+    pub increase_timer_period_us: Option<u64>,
+    /// Fb ageing, µs (fabricflow's addition, not in the papers; 0 = the published rule;
+    /// default 20 µs, a few CNM intervals of a congested 40 Gb/s port; 0 turns it off):
+    /// with feedback comparison, a port's stored Fb older than this counts as 0 in Fb_avg. The
+    /// published rule keeps every stored Fb forever, so after uniform congestion ends every port
+    /// still holds a high Fb and a later adversarial pattern never rises above the average
+    /// (fabricflow-sim, sim/RESULTS.md): ageing lets ports that stopped receiving CNMs drop out.
+    pub fb_max_age_us: u64,
+    /// Source comparison (fabricflow's addition; default true, false = the published rule): with
+    /// source processing *and* feedback comparison (`combined`), a self-generated CNM goes
+    /// through the same comparison as a received one (increase, dead band or decrease by
+    /// Fb − Fb_avg) instead of a plain decrease, without being stored. The published rule's plain
+    /// self decrease bypasses the comparison, so `combined` loses uniform throughput like
+    /// `source-processing` does.
+    pub source_comparison: bool,
+    /// What feedback comparison compares Fb(p) with (fabricflow's addition; default
+    /// `fabric-average`, the published rule). `candidates`: the congestion of p's own
+    /// non-minimal candidates instead of the mean over all fabric ports — per candidate port the
+    /// larger of the Fb this switch's congestion point last found there and the Fb last received
+    /// on it (both subject to `fb_max_age_us`), averaged over the candidates. Diverting only pays
+    /// when the candidates are less congested than the minimal path; the fabric average cannot
+    /// tell that when a switch injects few flows (most ports hold Fb 0, so every CNM is "above
+    /// average"), as on Mininet's Dragonfly(2,4,2) under uniform traffic (mininet/README.md).
+    pub fbcomp_reference: FbReference,
+}
+
+/// The reference feedback comparison measures Fb(p) against (see `PolicyConfig::fbcomp_reference`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FbReference {
+    /// Fb_avg over all fabric ports (DESIGN §5, FOGSim).
+    #[default]
+    FabricAverage,
+    /// The mean congestion of p's non-minimal candidate ports.
+    Candidates,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        PolicyConfig {
+            variant: Variant::Combined,
+            increase_step_percent: 40.0,
+            byte_limit_bytes: 30_000,
+            fb_max_age_us: 20,
+            source_comparison: true,
+            ..PolicyConfig::published()
+        }
+    }
+}
+
+impl PolicyConfig {
+    /// The published constants: variant `base`, Gd 1/128, step 1 point per 150 000 octets
+    /// (IEEE 802.1Qau's byte counter), Pmin 5 %, thresholds 0, no timer, neither of fabricflow's
+    /// additions.
+    pub fn published() -> Self {
+        PolicyConfig {
+            variant: Variant::Base,
+            update: UpdatePolicy::Aimd,
+            gd: 1.0 / 128.0,
+            ad_percent_per_fb: 100.0 / 128.0,
+            increase_step_percent: 1.0,
+            mi_increase_fraction: 0.02,
+            byte_limit_bytes: 150_000,
+            p_min_percent: 5.0,
+            fbcomp_th1: 0.0,
+            fbcomp_th2: 0.0,
+            increase_timer_period_us: None,
+            fb_max_age_us: 0,
+            source_comparison: false,
+            fbcomp_reference: FbReference::FabricAverage,
+        }
+    }
+
+    /// Checks every constant; the policy engine accepts only validated configurations.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let max_fb = f64::from(MAX_QNTZ_FB);
+        check(
+            self.gd.is_finite() && self.gd > 0.0 && self.gd * max_fb <= 0.5,
+            "policy.gd",
+            self.gd,
+            "0 < gd and gd·63 ≤ 0.5 (R = 1 − gd·QntzFb must stay in [0.5, 1])",
+        )?;
+        check(
+            self.ad_percent_per_fb.is_finite()
+                && self.ad_percent_per_fb > 0.0
+                && self.ad_percent_per_fb * max_fb <= 100.0,
+            "policy.ad_percent_per_fb",
+            self.ad_percent_per_fb,
+            "0 < ad_percent_per_fb and ad_percent_per_fb·63 ≤ 100",
+        )?;
+        check(
+            self.increase_step_percent.is_finite()
+                && self.increase_step_percent > 0.0
+                && self.increase_step_percent <= 100.0,
+            "policy.increase_step_percent",
+            self.increase_step_percent,
+            "0 < step ≤ 100",
+        )?;
+        check(
+            self.mi_increase_fraction.is_finite()
+                && self.mi_increase_fraction > 0.0
+                && self.mi_increase_fraction <= 1.0,
+            "policy.mi_increase_fraction",
+            self.mi_increase_fraction,
+            "0 < x ≤ 1 (P ← P·(1 + x) at most doubles)",
+        )?;
+        check(
+            self.byte_limit_bytes > 0,
+            "policy.byte_limit_bytes",
+            as_f64(self.byte_limit_bytes),
+            "> 0",
+        )?;
+        check(
+            self.p_min_percent.is_finite()
+                && self.p_min_percent >= 0.0
+                && self.p_min_percent < 100.0,
+            "policy.p_min_percent",
+            self.p_min_percent,
+            "0 ≤ Pmin < 100",
+        )?;
+        if self.update.multiplicative_increase() && self.p_min_percent <= 0.0 {
+            return Err(ConfigError::Inconsistent(
+                "a multiplicative-increase policy (mimd, miad) needs p_min_percent > 0: P = 0 never grows",
+            ));
+        }
+        check(
+            self.fbcomp_th1.is_finite() && self.fbcomp_th1.abs() <= max_fb,
+            "policy.fbcomp_th1",
+            self.fbcomp_th1,
+            "−63 ≤ th1 ≤ 63",
+        )?;
+        check(
+            self.fbcomp_th2.is_finite() && self.fbcomp_th2 >= 0.0 && self.fbcomp_th2 <= max_fb,
+            "policy.fbcomp_th2",
+            self.fbcomp_th2,
+            "0 ≤ th2 ≤ 63 (a negative th2 would turn the decrease into an increase)",
+        )?;
+        if self.fbcomp_th1 > self.fbcomp_th2 {
+            return Err(ConfigError::Inconsistent(
+                "policy.fbcomp_th1 must not exceed policy.fbcomp_th2",
+            ));
+        }
+        if let Some(t) = self.increase_timer_period_us {
+            check(
+                t > 0,
+                "policy.increase_timer_period_us",
+                as_f64(t),
+                "> 0 (omit the key to disable)",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The Fb age limit in nanoseconds, if enabled (0 = off, the published rule).
+    pub fn fb_max_age_ns(&self) -> Option<u64> {
+        (self.fb_max_age_us > 0).then(|| self.fb_max_age_us.saturating_mul(1_000))
+    }
+
+    /// The increase timer's period in nanoseconds, if enabled.
+    pub fn increase_timer_period_ns(&self) -> Option<u64> {
+        self.increase_timer_period_us
+            .map(|us| us.saturating_mul(1_000))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_published_are_the_papers_constants() {
+        let p = PolicyConfig::default();
+        p.validate().unwrap();
+        assert_eq!(p.gd, 1.0 / 128.0);
+        assert_eq!(p.variant, Variant::Combined);
+        assert_eq!(p.update, UpdatePolicy::Aimd);
+        assert!(p.source_comparison);
+        assert_eq!(p.fb_max_age_us, 20);
+        let published = PolicyConfig::published();
+        published.validate().unwrap();
+        assert_eq!(published.variant, Variant::Base);
+        assert_eq!(published.increase_step_percent, 1.0);
+        assert_eq!(published.byte_limit_bytes, 150_000);
+        assert!(!published.source_comparison);
+        assert_eq!(published.fb_max_age_us, 0);
+    }
+
+    #[test]
+    fn gd_must_keep_r_in_half_to_one() {
+        // 1/126 gives R = 0.5 exactly at QntzFb 63: allowed.
+        let ok = PolicyConfig {
+            gd: 1.0 / 126.0,
+            ..PolicyConfig::default()
+        };
+        ok.validate().unwrap();
+        let bad = PolicyConfig {
+            gd: 1.0 / 120.0,
+            ..PolicyConfig::default()
+        };
+        assert!(matches!(
+            bad.validate(),
+            Err(ConfigError::OutOfRange {
+                field: "policy.gd",
+                ..
+            })
+        ));
+        let zero = PolicyConfig {
+            gd: 0.0,
+            ..PolicyConfig::default()
+        };
+        assert!(zero.validate().is_err());
+        let nan = PolicyConfig {
+            gd: f64::NAN,
+            ..PolicyConfig::default()
+        };
+        assert!(nan.validate().is_err());
+    }
+
+    #[test]
+    fn other_ranges() {
+        let d = PolicyConfig::default;
+        assert!(PolicyConfig {
+            p_min_percent: 100.0,
+            ..d()
+        }
+        .validate()
+        .is_err());
+        assert!(PolicyConfig {
+            p_min_percent: -1.0,
+            ..d()
+        }
+        .validate()
+        .is_err());
+        PolicyConfig {
+            p_min_percent: 0.0,
+            ..d()
+        }
+        .validate()
+        .unwrap();
+        assert!(matches!(
+            PolicyConfig {
+                p_min_percent: 0.0,
+                update: UpdatePolicy::Mimd,
+                ..d()
+            }
+            .validate(),
+            Err(ConfigError::Inconsistent(_))
+        ));
+        assert!(PolicyConfig {
+            byte_limit_bytes: 0,
+            ..d()
+        }
+        .validate()
+        .is_err());
+        assert!(PolicyConfig {
+            increase_step_percent: 0.0,
+            ..d()
+        }
+        .validate()
+        .is_err());
+        assert!(PolicyConfig {
+            mi_increase_fraction: 0.0,
+            ..d()
+        }
+        .validate()
+        .is_err());
+        assert!(PolicyConfig {
+            fbcomp_th2: -1.0,
+            fbcomp_th1: -2.0,
+            ..d()
+        }
+        .validate()
+        .is_err());
+        assert!(matches!(
+            PolicyConfig {
+                fbcomp_th1: 3.0,
+                fbcomp_th2: 2.0,
+                ..d()
+            }
+            .validate(),
+            Err(ConfigError::Inconsistent(_))
+        ));
+        PolicyConfig {
+            fbcomp_th1: -3.0,
+            fbcomp_th2: 2.0,
+            ..d()
+        }
+        .validate()
+        .unwrap();
+        assert!(PolicyConfig {
+            increase_timer_period_us: Some(0),
+            ..d()
+        }
+        .validate()
+        .is_err());
+    }
+}
