@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fabricflow_agent::config::{AgentConfig, ConfigError};
+use fabricflow_agent::config::AgentConfig;
 use fabricflow_agent::session::{Session as AgentSession, SessionConfig as AgentSessionConfig};
+use fabricflow_agent::ConfigError;
 use fabricflow_controller::desired::DesiredSwitch;
 use fabricflow_controller::planner::{desired_state, PlannerError};
 use fabricflow_controller::session::{
