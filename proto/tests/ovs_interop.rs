@@ -48,60 +48,16 @@ fn bridge(tag: &str, dpid: u64) -> Bridge {
     )
 }
 
-/// The shared blocking connection, checking every message: it must re-encode to exactly the
-/// switch's bytes, and no OFPT_ERROR may come back.
-struct Conn<S: Read + Write> {
-    inner: OfConn<S>,
-    received: Vec<Message>,
-}
-
-impl<S: Read + Write> Conn<S> {
-    fn new(stream: S) -> Self {
-        Conn {
-            inner: OfConn::new(stream),
-            received: Vec::new(),
-        }
-    }
-
-    fn next_xid(&mut self) -> u32 {
-        self.inner.next_xid()
-    }
-
-    fn send(&mut self, msg: &Message) {
-        self.inner.send(msg);
-    }
-
-    fn recv(&mut self) -> Message {
-        let (msg, frame) = self.inner.recv_raw();
-        assert_eq!(
-            &msg.to_bytes()[..],
-            &frame[..],
-            "re-encode differs: {msg:?}"
-        );
-        if let Body::Error(err) = &msg.body {
-            panic!("Open vSwitch answered with an error: {err:?}");
-        }
-        self.received.push(msg.clone());
-        msg
-    }
-
-    /// Sends `msgs` then a barrier; returns every message received before the barrier reply.
-    fn transact(&mut self, msgs: Vec<Message>) -> Vec<Message> {
-        for m in &msgs {
-            self.send(m);
-        }
-        let bxid = self.next_xid();
-        self.send(&Message::barrier_request(bxid));
-        let mut out = Vec::new();
-        loop {
-            let m = self.recv();
-            if m.xid == bxid && matches!(m.body, Body::BarrierReply) {
-                return out;
-            }
-            out.push(m);
-        }
+/// Every message from the switch must re-encode to exactly its bytes, and none may be an
+/// OFPT_ERROR.
+fn check(msg: &Message, frame: &[u8]) {
+    assert_eq!(&msg.to_bytes()[..], frame, "re-encode differs: {msg:?}");
+    if let Body::Error(err) = &msg.body {
+        panic!("Open vSwitch answered with an error: {err:?}");
     }
 }
+
+type Conn<S> = OfConn<S>;
 
 fn mac(s: &str) -> MacAddr {
     s.parse().expect("mac")
@@ -360,7 +316,7 @@ fn ovs_accepts_encoder_messages_over_mgmt_socket() {
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    let mut conn = Conn::new(stream);
+    let mut conn = Conn::new(stream).checked(check);
     exchange(&mut conn, dpid);
     assert_ofctl_dumps(&br);
 }
@@ -433,7 +389,7 @@ fn ovs_over_tcp_and_tshark_finds_nothing_malformed() {
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    let mut conn = Conn::new(stream);
+    let mut conn = Conn::new(stream).checked(check);
     exchange(&mut conn, dpid);
     let conn_msgs = conn.received.len();
     drop(conn);

@@ -208,6 +208,10 @@ pub struct OfConn<S: Read + Write> {
     stream: S,
     framer: Framer,
     xid: u32,
+    /// Runs on every received message and its exact bytes (e.g. a re-encode check).
+    check: Option<fn(&Message, &[u8])>,
+    /// Every message received so far.
+    pub received: Vec<Message>,
 }
 
 impl<S: Read + Write> OfConn<S> {
@@ -216,7 +220,15 @@ impl<S: Read + Write> OfConn<S> {
             stream,
             framer: Framer::new(65535),
             xid: 100,
+            check: None,
+            received: Vec::new(),
         }
+    }
+
+    /// Runs `check` on every message received from now on.
+    pub fn checked(mut self, check: fn(&Message, &[u8])) -> Self {
+        self.check = Some(check);
+        self
     }
 
     pub fn next_xid(&mut self) -> u32 {
@@ -238,6 +250,10 @@ impl<S: Read + Write> OfConn<S> {
                 let msg = Message::decode(&frame).unwrap_or_else(|e| {
                     panic!("message does not decode: {e}: {:02x?}", &frame[..])
                 });
+                if let Some(check) = self.check {
+                    check(&msg, &frame);
+                }
+                self.received.push(msg.clone());
                 return (msg, frame.to_vec());
             }
             assert!(

@@ -44,6 +44,18 @@ fn holds_desired(f: &InProcessFabric, dpid: u64) -> bool {
     want_flows == have_flows && want_groups == have_groups
 }
 
+/// A synced fabric with an agent on every switch, each having learned its decision points.
+fn with_agents() -> InProcessFabric {
+    let mut f = synced_fabric();
+    f.connect_agents(&agent_config()).unwrap();
+    assert!(f.run_until(10 * S, 10 * MS, |f| f.dpids().iter().all(|d| f
+        .agent(*d)
+        .unwrap()
+        .status()
+        .plan_ready)));
+    f
+}
+
 fn agent_config() -> AgentConfig {
     let mut a = AgentConfig::default();
     a.weights.min_update_interval_us = 0;
@@ -193,13 +205,7 @@ fn group_towards(f: &InProcessFabric, dpid: u64, port: u32) -> u32 {
 
 #[test]
 fn a_cnm_on_a_fabric_port_rewrites_the_weights_on_the_switch_and_a_resync_keeps_them() {
-    let mut f = synced_fabric();
-    f.connect_agents(&agent_config()).unwrap();
-    assert!(f.run_until(10 * S, 10 * MS, |f| f.dpids().iter().all(|d| f
-        .agent(*d)
-        .unwrap()
-        .status()
-        .plan_ready)));
+    let mut f = with_agents();
     let (dpid, src, dst, port) = culprit_pair(&f);
     let group = group_towards(&f, dpid, port);
     let before = f.switch(dpid).unwrap().weights(group).unwrap();
@@ -227,14 +233,8 @@ fn a_cnm_on_a_fabric_port_rewrites_the_weights_on_the_switch_and_a_resync_keeps_
 
 #[test]
 fn an_agent_reconnect_keeps_p_and_a_recreated_switch_gets_the_weights_back() {
-    let mut f = synced_fabric();
+    let mut f = with_agents();
     let cfg = agent_config();
-    f.connect_agents(&cfg).unwrap();
-    assert!(f.run_until(10 * S, 10 * MS, |f| f.dpids().iter().all(|d| f
-        .agent(*d)
-        .unwrap()
-        .status()
-        .plan_ready)));
     let (dpid, src, dst, port) = culprit_pair(&f);
     let group = group_towards(&f, dpid, port);
     f.deliver_frame(dpid, port, &cnm(src, dst, 63)).unwrap();
@@ -264,13 +264,7 @@ fn an_agent_reconnect_keeps_p_and_a_recreated_switch_gets_the_weights_back() {
 
 #[test]
 fn a_refused_weight_write_makes_the_agent_read_the_plan_again() {
-    let mut f = synced_fabric();
-    f.connect_agents(&agent_config()).unwrap();
-    assert!(f.run_until(10 * S, 10 * MS, |f| f.dpids().iter().all(|d| f
-        .agent(*d)
-        .unwrap()
-        .status()
-        .plan_ready)));
+    let mut f = with_agents();
     let (dpid, src, dst, port) = culprit_pair(&f);
     let reads = f.agent(dpid).unwrap().counters().plan_reads;
     let group = group_towards(&f, dpid, port);
@@ -303,13 +297,7 @@ fn a_refused_weight_write_makes_the_agent_read_the_plan_again() {
 
 #[test]
 fn a_cnm_from_a_host_port_changes_nothing() {
-    let mut f = synced_fabric();
-    f.connect_agents(&agent_config()).unwrap();
-    assert!(f.run_until(10 * S, 10 * MS, |f| f.dpids().iter().all(|d| f
-        .agent(*d)
-        .unwrap()
-        .status()
-        .plan_ready)));
+    let mut f = with_agents();
     let (dpid, src, dst, _) = culprit_pair(&f);
     let fabric = f.fabric();
     let sw = fabric.switch(fabric.switch_by_dpid(dpid).unwrap()).unwrap();
