@@ -24,7 +24,7 @@ use fabricflow_controller::desired::fixture::LineFixture;
 use fabricflow_controller::desired::PlanSource;
 use fabricflow_controller::service::Controller;
 use fabricflow_controller::sync::diff::{diff, Diff};
-use fabricflow_proto::framer::Framer;
+use fabricflow_proto::openflow::framer::Framer;
 use fabricflow_proto::openflow::message::{Body, Message};
 
 fn roundtrip_until_barrier(s: &mut UnixStream, bytes: &[u8], barrier_xid: u32) -> usize {

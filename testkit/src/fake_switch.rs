@@ -13,10 +13,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use fabricflow_proto::conventions::AGENT_CONTROLLER_ID;
 use fabricflow_proto::ethernet::{ethertype, frame_info};
-use fabricflow_proto::framer::Framer;
 use fabricflow_proto::openflow::action::Action;
 use fabricflow_proto::openflow::bundle::BundleCtrlType;
 use fabricflow_proto::openflow::flow::{FlowMod, FlowModCommand};
+use fabricflow_proto::openflow::framer::Framer;
 use fabricflow_proto::openflow::group::{GroupMod, GroupModCommand, OFPG_ALL, OFPG_ANY};
 use fabricflow_proto::openflow::instruction::Instruction;
 use fabricflow_proto::openflow::message::{Body, Message};

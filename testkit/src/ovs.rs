@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use fabricflow_proto::framer::Framer;
+use fabricflow_proto::openflow::framer::Framer;
 use fabricflow_proto::openflow::message::{Body, Message};
 
 /// `FABRICFLOW_SKIP_OVS` set: the caller skips its Open vSwitch test. Otherwise Open vSwitch is

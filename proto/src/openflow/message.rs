@@ -1,6 +1,6 @@
 //! The OpenFlow message envelope: [`Message`] = version + xid + typed [`Body`].
 //!
-//! [`Message::decode`] takes exactly one framed message (use [`crate::framer::Framer`] to cut a
+//! [`Message::decode`] takes exactly one framed message (use [`crate::openflow::framer::Framer`] to cut a
 //! TCP stream); its header length must equal the slice. HELLO and ERROR decode at any version
 //! (so the controller can answer an old peer with HELLO_FAILED); every other message must carry
 //! version 0x04, else [`ErrorKind::UnsupportedVersion`]. Experimenter messages are decoded to

@@ -12,6 +12,7 @@ pub mod action;
 pub mod bundle;
 pub mod channel;
 pub mod flow;
+pub mod framer;
 pub mod group;
 pub mod header;
 pub mod instruction;

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 pub use assembler::{AssembleError, MultipartAssembler};
 
-use crate::framer::Framer;
+use crate::openflow::framer::Framer;
 use crate::openflow::message::{Body, Message};
 use crate::openflow::multipart::MultipartReply;
 use crate::openflow::switch::FeaturesReply;
