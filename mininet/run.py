@@ -72,7 +72,7 @@ def run_one(args, rates, mode, rep, outdir):
     keep = outdir / f"{mode}-r{rep}-logs" if prog == "controller" else None
     with FabricNet(args.topology, rates, mode=prog, p_minimal=p_min,
                    agent_variant=agent, keep_logs=keep) as fn:
-        flows = traffic.pattern(fn.fabric, args.traffic, args.seed + rep)
+        flows = traffic.flows(fn.fabric, args.traffic, args.seed + rep)
         group0 = [sw["name"] for sw in fn.fabric.switches if sw["group"] == 0]
         sampler = measure.SwitchSampler(fn)
         log_at = ovs_log_size()
@@ -144,7 +144,7 @@ def _p_window(p_series, args, switches):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--topology", required=True)
-    ap.add_argument("--traffic", required=True, help="uniform | adv+K | hotspot")
+    ap.add_argument("--traffic", required=True, help="uniform | adv+K | hotspot[:C]")
     ap.add_argument("--modes", default="minimal,valiant")
     ap.add_argument("--duration", type=int, default=20)
     ap.add_argument("--warmup", type=float, default=1.0,
