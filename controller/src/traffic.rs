@@ -78,7 +78,7 @@ pub enum TrafficError {
     TooFewHosts { pattern: Pattern, hosts: usize },
     #[error("{pattern}: K must not be a multiple of the fabric's {groups} host group(s)")]
     AdvOwnGroup { pattern: Pattern, groups: usize },
-    #[error("{pattern}: needs {wanted} contributors outside the hot host's group, which has only {available} hosts outside it")]
+    #[error("{pattern}: needs {wanted} contributors outside the hot host's group; {available} hosts are")]
     TooFewContributors {
         pattern: Pattern,
         wanted: u32,
