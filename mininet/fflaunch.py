@@ -12,14 +12,21 @@ Programming modes (one interface, :meth:`FabricNet.program`):
   groups and indexes yields the same addresses).
 - ``controller``: start ``fabricflow-controller run --config F`` (F written to the run directory:
   the fabric spec, loopback OpenFlow and HTTP ports, ``p_minimal_percent``; the plan conventions
-  the agent relies on are both binaries' defaults, defined once in ``fabricflow_proto::conventions``), point every bridge at ``tcp:127.0.0.1:PORT`` (fail-mode secure) and poll
-  ``GET /api/v1/switches`` until every planned switch is ``connected`` and ``synced``.
+  the agent relies on are both binaries' defaults, defined once in
+  ``fabricflow_proto::conventions``), point every bridge at ``tcp:127.0.0.1:PORT`` (fail-mode
+  secure) and poll ``GET /api/v1/switches`` until every planned switch is ``connected`` and
+  ``synced``.
 - optional agent (``agent_variant``: base, source-processing, feedback-comparison, combined): one
   ``fabricflow-agent run --config F`` for every bridge (``[[switch]]`` BRIDGE on
   ``unix:/var/run/openvswitch/BRIDGE.mgmt``), emulated congestion point on, F made from
   ``mininet/agent-emulated.toml`` with the CP constants scaled to the queue (see there); waits
   until ``/api/v1/state`` shows every switch connected with its plan learned.  Its ``/metrics``
   give the CNM and group-MODIFY counters (:meth:`agent_counters`, :meth:`agent_metrics`).
+
+Both configs are dicts written as TOML (fftoml.py), layered: the harness's keys, then a mode's
+(``controller_settings``, ``agent_settings``: see modes.py and :meth:`FabricNet.for_mode`), then
+``FF_CONTROLLER_SET`` / ``FF_AGENT_SET`` from the environment, then ``controller_overrides`` /
+``agent_overrides``; :meth:`FabricNet.settings` returns what was in force.
 
 Teardown runs on normal exit, exceptions, Ctrl-C, SIGTERM/SIGHUP and (as a last resort) atexit.
 It kills every child process this object started (by pid), stops Mininet (host shells, bridges,
@@ -37,6 +44,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import tomllib
 import urllib.request
 from functools import partial
 from pathlib import Path
@@ -46,6 +54,7 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import OVSSwitch
 
+import fftoml
 import fftopo
 from fftopo import AGENT_BIN, CONTROLLER_BIN, INTF_RE, SWITCH_RE, Fabric, FabricTopo, LinkRates
 
@@ -217,13 +226,21 @@ class FabricNet:
 
     def __init__(self, spec, rates=None, mode="static", p_minimal=100, agent_variant=None,
                  workdir=None, verbose=False, controller_port=6653, http_port=18080,
-                 agent_http_port=18081, agent_overrides=None, keep_logs=None):
+                 agent_http_port=18081, agent_overrides=None, keep_logs=None,
+                 controller_settings=None, agent_settings=None, controller_overrides=None):
         self.spec = spec
         self.rates = rates or LinkRates()
-        self.mode = mode
+        self.mode = mode  # programming: "static" or "controller"
         self.p_minimal = p_minimal
         self.agent_variant = agent_variant
+        # Dotted keys over the generated configs, in the order of the module docstring.
+        self.controller_settings = dict(controller_settings or {})
+        self.agent_settings = dict(agent_settings or {})
+        self.controller_overrides = dict(controller_overrides or {})
         self.agent_overrides = dict(agent_overrides or {})
+        # The configs as written (None: that process does not run).
+        self.controller_config = None
+        self.agent_config = None
         # Directory that receives the controller/agent logs and configs at teardown.
         self.keep_logs = keep_logs or os.environ.get("FF_KEEP_LOGS")
         self.verbose = verbose
@@ -237,6 +254,27 @@ class FabricNet:
         self._cleaned = False
         self._old_handlers = {}
         self.timings = {}
+
+    @classmethod
+    def for_mode(cls, spec, rates, mode, **kw):
+        """A FabricNet set up as the modes.Mode `mode` says."""
+        return cls(spec, rates, mode=mode.program, p_minimal=mode.p_minimal,
+                   agent_variant=mode.agent_variant, controller_settings=mode.controller,
+                   agent_settings=mode.agent, **kw)
+
+    def settings(self):
+        """What this fabric ran with: programming, initial P, agent variant, and the controller's
+        and agent's configs as written (without the agent's per-bridge [[switch]] list), plus
+        the FF_*_SET environment variables that applied."""
+        agent = None
+        if self.agent_config is not None:
+            agent = {k: v for k, v in self.agent_config.items() if k != "switch"}
+        env = {k: os.environ[k] for k, used in (("FF_CONTROLLER_SET", self.controller_config),
+                                                 ("FF_AGENT_SET", self.agent_config))
+               if used is not None and os.environ.get(k)}
+        return {"program": self.mode, "p_minimal": self.p_minimal,
+                "agent_variant": self.agent_variant, "controller": self.controller_config,
+                "agent": agent, "env": env}
 
     # ---- lifecycle -------------------------------------------------------------------------
     def __enter__(self):
@@ -422,22 +460,8 @@ class FabricNet:
         secure, set by Mininet); waits until `/api/v1/switches` reports every switch synced."""
         require_runtime("controller")
         cfg = self.tmp / "controller.toml"
-        keys = {
-            "fabric": toml_value(self.spec),
-            "openflow_listen": toml_value(f"127.0.0.1:{self.controller_port}"),
-            "http_listen": toml_value(f"127.0.0.1:{self.http_port}"),
-            "store": toml_value("memory"),
-            "p_minimal_percent": toml_value(float(self.p_minimal)),
-            # LLDP liveness: 15 missed 1 s periods, not the controller's 3. ovs-vswitchd answers
-            # OpenFlow in the thread that forwards every packet of the userspace datapath, so
-            # on a busy emulated fabric a packet-in can wait seconds: with 3 periods healthy
-            # links were declared failed, and the fabric re-planned, dozens to a thousand times
-            # in one Dragonfly(2,4,2) run. A port going down still fails its link (PORT_STATUS).
-            "lldp_missing_periods": "15",
-        }
-        # FF_CONTROLLER_SET="key=value,...": experiments (e.g. lldp_missing_periods=10).
-        keys.update(parse_sets(os.environ.get("FF_CONTROLLER_SET", "")))
-        cfg.write_text("".join(f"{k} = {v}\n" for k, v in keys.items()))
+        self.controller_config = self.controller_config_doc()
+        cfg.write_text(fftoml.dumps(self.controller_config))
         self.spawn([str(CONTROLLER_BIN), "run", "--config", str(cfg)], "controller.log")
         wait_until(lambda: self._http_json(self.http_port, "/api/v1/switches") is not None, 20,
                    "controller HTTP API up", 0.2)
@@ -458,6 +482,26 @@ class FabricNet:
         except TimeoutError as e:
             raise TimeoutError(f"{e}; log tail:\n{self.log_tail('controller.log')}") from None
 
+    def controller_config_doc(self):
+        """controller.toml as a dict: the harness's keys, then the layers of the docstring."""
+        doc = {
+            "fabric": self.spec,
+            "openflow_listen": f"127.0.0.1:{self.controller_port}",
+            "http_listen": f"127.0.0.1:{self.http_port}",
+            "store": "memory",
+            "p_minimal_percent": float(self.p_minimal),
+            # LLDP liveness: 15 missed 1 s periods, not the controller's 3. ovs-vswitchd answers
+            # OpenFlow in the thread that forwards every packet of the userspace datapath, so
+            # on a busy emulated fabric a packet-in can wait seconds: with 3 periods healthy
+            # links were declared failed, and the fabric re-planned, dozens to a thousand times
+            # in one Dragonfly(2,4,2) run. A port going down still fails its link (PORT_STATUS).
+            "lldp_missing_periods": 15,
+        }
+        return fftoml.with_sets(doc, {
+            **self.controller_settings,
+            **fftoml.parse_sets(os.environ.get("FF_CONTROLLER_SET", "")),
+            **self.controller_overrides})
+
     def _http_json(self, port, path):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=3) as r:
             return json.load(r)
@@ -468,31 +512,35 @@ class FabricNet:
         except OSError:
             return "(no log)"
 
-    def agent_config_text(self):
-        """mininet/agent-emulated.toml with this run's variant, CP constants, HTTP port and
-        switches (see the template's header)."""
+    def agent_config_doc(self, bridges):
+        """agent.toml as a dict: mininet/agent-emulated.toml with this run's variant, CP
+        constants, HTTP port (see the template's header), then the layers of the docstring,
+        and one [[switch]] per bridge in `bridges`."""
+        with open(AGENT_TEMPLATE, "rb") as f:
+            doc = tomllib.load(f)
         q = self.rates.queue_pkts or 100
-        sets = {
-            "policy.variant": f'"{self.agent_variant}"',
-            "cp.qeq_bytes": str(int(QEQ_FRACTION * q * FRAME_BYTES)),
-            "cp.sampling_base_bytes": str(int(SAMPLING_PKTS * FRAME_BYTES)),
-            "cp.min_sources": str(min_sources(self.fabric)),
-            "runtime.http_listen": f'"127.0.0.1:{self.agent_http_port}"',
+        derived = {
+            "policy.variant": self.agent_variant,
+            "cp.qeq_bytes": int(QEQ_FRACTION * q * FRAME_BYTES),
+            "cp.sampling_base_bytes": int(SAMPLING_PKTS * FRAME_BYTES),
+            "cp.min_sources": min_sources(self.fabric),
+            "runtime.http_listen": f"127.0.0.1:{self.agent_http_port}",
         }
-        sets.update(parse_sets(os.environ.get("FF_AGENT_SET", "")))
-        sets.update({k: toml_value(v) for k, v in self.agent_overrides.items()})
-        text = set_toml_keys(AGENT_TEMPLATE.read_text(), sets)
-        text += "".join(f'\n[[switch]]\nname = "{s.name}"\n'
-                        f'target = "unix:/var/run/openvswitch/{s.name}.mgmt"\n'
-                        for s in self.net.switches)
-        return text
+        doc = fftoml.with_sets(doc, {
+            **derived, **self.agent_settings,
+            **fftoml.parse_sets(os.environ.get("FF_AGENT_SET", "")),
+            **self.agent_overrides})
+        doc["switch"] = [{"name": b, "target": f"unix:/var/run/openvswitch/{b}.mgmt"}
+                         for b in bridges]
+        return doc
 
     def start_agent(self):
         """One `fabricflow-agent run` for every bridge (management sockets), emulated CP on;
         waits until its state API shows every switch connected with its plan learned."""
         require_runtime("agent")
         cfg = self.tmp / "agent.toml"
-        cfg.write_text(self.agent_config_text())
+        self.agent_config = self.agent_config_doc([s.name for s in self.net.switches])
+        cfg.write_text(fftoml.dumps(self.agent_config))
         (self.tmp / "agent.log").touch()
         self.spawn([str(AGENT_BIN), "run", "--config", str(cfg)], "agent.log",
                    env=dict(os.environ, RUST_LOG=os.environ.get("FF_AGENT_LOG", "info")))
@@ -553,52 +601,6 @@ class FabricNet:
         """Mininet node by JSON or short name."""
         n = self.fabric.host_short.get(json_or_short) or self.fabric.sw_short.get(json_or_short)
         return self.net.get(n or json_or_short)
-
-
-def parse_sets(text):
-    """"section.key=value,..." (FF_AGENT_SET) -> {dotted key: TOML value text}."""
-    out = {}
-    for item in filter(None, (x.strip() for x in text.split(","))):
-        k, _, v = item.partition("=")
-        out[k.strip()] = toml_value(v.strip())
-    return out
-
-
-def toml_value(v):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    v = str(v)
-    if re.fullmatch(r"-?[0-9][0-9_.e+-]*|true|false|\".*\"", v):
-        return v
-    return json.dumps(v)
-
-
-def set_toml_keys(text, sets):
-    """Sets `table.key` (dotted: the table path, then the key) in TOML `text`: replaces the
-    key's (uncommented) line inside its table, or adds it right after the table's header
-    (appending the table if it is missing).  Enough for the flat tables of the agent's config."""
-    lines = text.splitlines()
-    for dotted, value in sets.items():
-        table, _, key = dotted.rpartition(".")
-        header = f"[{table}]"
-        cur, hdr_at, done = None, None, False
-        for i, line in enumerate(lines):
-            st = line.strip()
-            if st.startswith("["):
-                cur = st
-                hdr_at = i if st == header else hdr_at
-            elif cur == header and re.match(rf"{re.escape(key)}\s*=", st):
-                lines[i] = f"{key} = {value}"
-                done = True
-                break
-        if not done:
-            if hdr_at is None:
-                lines += ["", header, f"{key} = {value}"]
-            else:
-                lines.insert(hdr_at + 1, f"{key} = {value}")
-    return "\n".join(lines) + "\n"
 
 
 def parse_prometheus(text):

@@ -1,66 +1,40 @@
-"""Traffic patterns and the iperf3 runner.
+"""Traffic flows from the controller's pattern registry, and the iperf3 runner.
 
-Patterns return flows as (src, dst) JSON host names, drawn from a seeded RNG:
-
-- ``uniform``: a random permutation without fixed points (every host sends to one other).
-- ``adv+K``: every host of group G sends to a host of group (G+K) mod groups (Dragonfly groups,
-  fat-tree pods), through a random bijection so no destination host receives two flows.  ADV+1 puts a whole Dragonfly group's traffic on one global link.
-- ``hotspot``: ``hot_n`` contributors from other groups to one hot host, plus victim flows: the
-  remaining hosts in a random permutation among themselves.
+:func:`flows` asks ``fabricflow-controller traffic --topology SPEC --traffic PATTERN --seed N``
+for the flows: the patterns (``uniform``, ``adv+K``, ``hotspot[:C]``) are defined once, in
+controller/src/traffic.rs, for the simulator and this harness alike; the harness runs their
+balanced one-flow-per-host sample (uniform: a random derangement; adv+K: a random bijection onto
+group G+K's hosts; hotspot: C = 4 contributors outside the hot host's group send to it, the rest
+a derangement among themselves, the hot host only receives). Same topology, pattern and seed:
+the same flows.
 
 Flows are iperf3 TCP with several parallel streams (``-P 4``: OVS's select hash covers TCP ports,
 so the streams of one flow can take different buckets; UDP ports are not hashed), one server per
 flow on its own port, client output ``-i 1 --json``.
 """
 
-import random
-import re
+import json
 import subprocess
 import time
 
 from fflaunch import wait_until
+from fftopo import ensure_controller_bin
 
 
-def pattern(fabric, name, seed, hot_n=4):
-    rng = random.Random(seed)
-    hosts = [h["name"] for h in fabric.hosts]
-    groups = fabric.groups()
-    gids = sorted(groups)
-    if name == "uniform":
-        while True:
-            perm = hosts[:]
-            rng.shuffle(perm)
-            if all(a != b for a, b in zip(hosts, perm)):
-                return list(zip(hosts, perm))
-    m = re.fullmatch(r"adv\+(\d+)", name)
-    if m:
-        k = int(m[1])
-        if k % len(gids) == 0:
-            raise ValueError(f"{name}: K must not be a multiple of the {len(gids)} groups")
-        flows = []
-        for i, g in enumerate(gids):
-            # A random bijection onto the target group's hosts (cycled if it has fewer), so
-            # no host link receives two flows: the global links, not the edge, are contended.
-            target = groups[gids[(i + k) % len(gids)]][:]
-            rng.shuffle(target)
-            flows += [(h, target[j % len(target)]) for j, h in enumerate(groups[g])]
-        return flows
-    if name == "hotspot":
-        hot = rng.choice(hosts)
-        hot_group = fabric.host(hot)["group"]
-        others = [h for h in hosts if fabric.host(h)["group"] != hot_group]
-        contributors = rng.sample(others, min(hot_n, len(others)))
-        flows = [(c, hot) for c in contributors]
-        rest = [h for h in hosts if h != hot and h not in contributors]
-        if len(rest) >= 2:
-            while True:
-                perm = rest[:]
-                rng.shuffle(perm)
-                if all(a != b for a, b in zip(rest, perm)):
-                    break
-            flows += list(zip(rest, perm))
-        return flows
-    raise ValueError(f"unknown traffic {name!r} (uniform, adv+K, hotspot)")
+def flows(fabric, name, seed):
+    """[(src, dst)] JSON host names of pattern `name` on `fabric` (an fftopo.Fabric) for `seed`;
+    ValueError with the controller's message for an unknown pattern or one the fabric cannot
+    carry (e.g. adv+K with K a multiple of the groups)."""
+    r = subprocess.run([str(ensure_controller_bin()), "traffic", "--topology", fabric.spec,
+                        "--traffic", name, "--seed", str(int(seed))],
+                       capture_output=True, text=True)
+    if r.returncode:
+        msg = r.stderr.strip() or f"exit {r.returncode}"
+        if "unrecognized subcommand" in msg:
+            msg += (" (a controller built before `traffic` existed: cargo build --release "
+                    "-p fabricflow-controller, or point FABRICFLOW_BIN_DIR at a newer build)")
+        raise ValueError(msg)
+    return [(f["src"], f["dst"]) for f in json.loads(r.stdout)["flows"]]
 
 
 # The senders' TCP congestion control, pinned (iperf3 -C) because a Mininet host inherits the

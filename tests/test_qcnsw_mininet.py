@@ -236,7 +236,7 @@ class QcnswTests(unittest.TestCase):
             t(f"up, synced, agent ready {fn.timings}", self.t0)
             procs = list(fn.procs)
             fab = fn.fabric
-            flows = traffic.pattern(fab, "adv+1", 1)
+            flows = traffic.flows(fab, "adv+1", 1)
             # Group 0's traffic goes to group 1: the switch owning the 0-1 global link
             # (`owner`, port `gport`) is its minimal path; the other switch of group 0 reaches
             # it over its local port `lport` (its minimal port towards group 1).

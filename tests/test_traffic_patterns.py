@@ -1,52 +1,155 @@
-"""Traffic patterns (no root, no Mininet start needed; needs the release controller for the export)."""
+"""Traffic patterns as the harness runs them: the controller's registry (`fabricflow-controller
+traffic`), and the harness's data (mode registry, TOML configs, summary.json). No root, no
+Mininet start; needs the release controller (or FABRICFLOW_BIN_DIR)."""
 
+import os
 import sys
+import tomllib
 import unittest
 from collections import Counter
 from pathlib import Path
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mininet"))
 
+import fftoml  # noqa: E402
 import fftopo  # noqa: E402
+import modes  # noqa: E402
 import traffic  # noqa: E402
+from fflaunch import FabricNet  # noqa: E402
+from fftopo import LinkRates  # noqa: E402
+from results import ModeResult, RunResult, Summary  # noqa: E402
 
 
 class Patterns(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.df = fftopo.Fabric.load("dragonfly:p=2,a=2,h=2")
+        cls.df = fftopo.Fabric.load("dragonfly:p=2,a=2,h=2")  # 5 groups of 4 hosts
         cls.grp = {h["name"]: h["group"] for h in cls.df.hosts}
 
     def test_uniform_is_a_derangement_and_seeded(self):
-        fl = traffic.pattern(self.df, "uniform", 3)
+        fl = traffic.flows(self.df, "uniform", 3)
         self.assertEqual(sorted(s for s, _ in fl), sorted(self.grp))
         self.assertEqual(sorted(d for _, d in fl), sorted(self.grp))
         self.assertTrue(all(s != d for s, d in fl))
-        self.assertEqual(fl, traffic.pattern(self.df, "uniform", 3))
-        self.assertNotEqual(fl, traffic.pattern(self.df, "uniform", 4))
+        self.assertEqual(fl, traffic.flows(self.df, "uniform", 3))
+        self.assertNotEqual(fl, traffic.flows(self.df, "uniform", 4))
 
     def test_adv_k_targets_group_plus_k_bijectively(self):
         for k in (1, 2):
-            fl = traffic.pattern(self.df, f"adv+{k}", 1)
+            fl = traffic.flows(self.df, f"adv+{k}", 1)
             self.assertEqual(len(fl), len(self.grp))
             for s, d in fl:
                 self.assertEqual(self.grp[d], (self.grp[s] + k) % 5)
             self.assertEqual(max(Counter(d for _, d in fl).values()), 1)
-        with self.assertRaises(ValueError):
-            traffic.pattern(self.df, "adv+5", 1)
+        with self.assertRaisesRegex(ValueError, "multiple of the fabric's 5"):
+            traffic.flows(self.df, "adv+5", 1)
 
     def test_hotspot(self):
-        fl = traffic.pattern(self.df, "hotspot", 2, hot_n=4)
-        hot, n = Counter(d for _, d in fl).most_common(1)[0]
-        self.assertEqual(n, 4)
-        self.assertTrue(all(self.grp[s] != self.grp[hot] for s, d in fl if d == hot))
-        self.assertTrue(all(s != d for s, d in fl))
+        for name, contributors in (("hotspot", 4), ("hotspot:3", 3)):
+            fl = traffic.flows(self.df, name, 2)
+            hot, n = Counter(d for _, d in fl).most_common(1)[0]
+            self.assertEqual(n, contributors)
+            self.assertTrue(all(self.grp[s] != self.grp[hot] for s, d in fl if d == hot))
+            self.assertTrue(all(s != d and s != hot for s, d in fl))
+            # Everyone but the hot host sends once; the rest receive at most once.
+            self.assertEqual(len(fl), len(self.grp) - 1)
+            self.assertEqual(max(c for h, c in Counter(d for _, d in fl).items() if h != hot), 1)
+
+    def test_unknown_pattern_is_refused_with_the_registrys_message(self):
+        for bad in ("foo", "adv+0", "hotspot:0"):
+            with self.assertRaisesRegex(ValueError, "expected uniform, adv"):
+                traffic.flows(self.df, bad, 1)
 
     def test_short_names_fit_interfaces(self):
         big = fftopo.Fabric.load("dragonfly:p=2,a=4,h=2")
         for name in list(big.sw_short.values()) + list(big.host_short.values()):
             self.assertLessEqual(len(name) + len("-eth99"), 15, name)
         self.assertEqual(len(set(big.sw_short.values())), len(big.switches))
+
+
+class Toml(unittest.TestCase):
+    def test_round_trip(self):
+        doc = {"fabric": "dragonfly:p=1,a=2,h=1", "p": 5.0, "n": 15, "on": False, "tiny": 1e-06,
+               "list": [1, 2], "policy": {"variant": "combined", 'odd "key"': "a\\b\n"},
+               "runtime": {"emulated_cp": {"enabled": True}},
+               "switch": [{"name": "s0x0", "target": "unix:/x"}, {"name": "s0x1"}]}
+        self.assertEqual(tomllib.loads(fftoml.dumps(doc)), doc)
+
+    def test_sets_parse_toml_values_and_nest(self):
+        sets = fftoml.parse_sets("cp.min_sources=1, policy.gd=0.000001,"
+                                 "policy.fbcomp_reference=fabric-average,"
+                                 "runtime.emulated_cp.enabled=false")
+        self.assertEqual(sets, {"cp.min_sources": 1, "policy.gd": 1e-06,
+                                "policy.fbcomp_reference": "fabric-average",
+                                "runtime.emulated_cp.enabled": False})
+        doc = fftoml.with_sets({"cp": {"w": 2.0}}, sets)
+        self.assertEqual(doc["runtime"]["emulated_cp"]["enabled"], False)
+        self.assertEqual(doc["cp"], {"w": 2.0, "min_sources": 1})
+        with self.assertRaises(ValueError):
+            fftoml.parse_sets("novalue")
+
+
+class Modes(unittest.TestCase):
+    def net(self, mode, rates=None, **kw):
+        """A FabricNet that is never entered (configs only); its temporary directory goes."""
+        fn = FabricNet.for_mode("dragonfly:p=1,a=2,h=1", rates or LinkRates(), mode, **kw)
+        self.addCleanup(fn._tmp.cleanup)
+        return fn
+
+    def test_every_mode_is_consistent_and_named_by_its_key(self):
+        for name, m in modes.MODES.items():
+            self.assertEqual(m.name, name)
+            self.assertEqual(m.agent_variant is not None, m.program == "controller", name)
+        with self.assertRaises(KeyError):
+            modes.lookup("qcnsw")
+        self.assertEqual(modes.lookup("minimal", "controller").program, "controller")
+        with self.assertRaises(ValueError):
+            modes.Mode("x", "agent keys without agent", agent={"cp.w": 1})
+
+    def test_a_modes_agent_settings_reach_the_config_in_layer_order(self):
+        m = modes.lookup("qcnsw-combined-nocensus")
+        fn = self.net(m, LinkRates(queue_pkts=60), agent_overrides={"policy.gd": 0.5})
+        with mock.patch.dict(os.environ, {"FF_AGENT_SET": "cp.w=3,policy.gd=0.25"}):
+            doc = fn.agent_config_doc(["s0x0"])
+        self.assertEqual(doc["policy"]["variant"], "combined")
+        self.assertEqual(doc["cp"]["min_sources"], 1)                 # the mode's, not derived
+        self.assertEqual(doc["cp"]["qeq_bytes"], int(60 * 1514 / 3))  # derived from the queue
+        self.assertEqual(doc["cp"]["w"], 3)                           # environment
+        self.assertEqual(doc["policy"]["gd"], 0.5)                    # overrides last
+        self.assertEqual(doc["switch"], [{"name": "s0x0",
+                                          "target": "unix:/var/run/openvswitch/s0x0.mgmt"}])
+        self.assertEqual(tomllib.loads(fftoml.dumps(doc)), doc)
+        plain = self.net(modes.lookup("qcnsw-combined"))
+        self.assertEqual(plain.agent_config_doc([])["cp"]["min_sources"], 2)  # 1 host/switch + 1
+        ctl = self.net(modes.lookup("valiant", "controller")).controller_config_doc()
+        self.assertEqual((ctl["p_minimal_percent"], ctl["lldp_missing_periods"]), (0.0, 15))
+
+
+class Summaries(unittest.TestCase):
+    def test_summary_json_keeps_the_keys_tests_and_plots_read(self):
+        run = RunResult(
+            mode="minimal", rep=0, seed=1, flows=[("a", "b"), ("b", "a")],
+            per_flow_mbps={"a->b": 2.0, "b->a": 4.0}, agg_series=[(1, 6.0)], errors={},
+            timings={"up_s": 1.0}, cnms_generated=None, group_modifies=None,
+            ovs_send_error_lines=0, group0_switches=["g0s0"],
+            group0_accepted_mbps={"g0s0": 1.23456}, group0_global_tx_mbytes={"g0s0:3": 1.0},
+            p_samples=[], group0_p_median={}, csv="x.csv", p_csv=None,
+            settings={"controller": None, "agent": None, "env": {}})
+        mode = ModeResult("minimal", modes.lookup("minimal").as_dict(), [run])
+        s = Summary("dragonfly:p=1,a=2,h=1", "uniform", 8, 1.0, 1, 1, 4, "cubic",
+                    LinkRates().as_dict(), {"minimal": mode}).to_json()
+        m = s["modes"]["minimal"]
+        for k in ("aggregate_mbps", "flow_min_mbps", "flow_median_mbps", "flow_max_mbps", "jain",
+                  "flows", "runs", "cnms_generated", "group_modifies", "group0_accepted_mbps",
+                  "group0_global_tx_mbytes", "group0_p_median", "settings"):
+            self.assertIn(k, m)
+        self.assertEqual((m["aggregate_mbps"], m["flows"]), (6.0, 2))
+        self.assertEqual(m["runs"][0]["errors"], {})
+        self.assertEqual(m["runs"][0]["ovs_send_error_lines"], 0)
+        self.assertEqual(m["settings"]["mode"]["p_minimal"], 100)
+        self.assertEqual(list(s)[:9], ["topology", "traffic", "duration_s", "warmup_s", "seed",
+                                       "repeat", "streams_per_flow", "tcp_cc", "link_rates_mbps"])
 
 
 if __name__ == "__main__":

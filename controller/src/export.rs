@@ -1,10 +1,12 @@
-//! The fabric as plain JSON for other tools (the Mininet harness builds its topology from it),
-//! so that wiring, datapath ids and addresses have exactly one source: this crate.
+//! The fabric and its traffic as plain JSON for other tools (the Mininet harness builds its
+//! topology from it and runs its flows), so that wiring, datapath ids, addresses and traffic
+//! have exactly one source: this crate.
 
 use serde::Serialize;
 
 use crate::addressing::{AddressError, Addressing};
 use crate::topology::{Fabric, FabricKind, PortRole};
+use crate::traffic::{Pattern, TrafficError};
 
 /// The whole fabric: switches, switch-to-switch links (each once) and hosts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -121,6 +123,43 @@ pub fn export(fabric: &Fabric, addressing: &Addressing) -> Result<TopologyExport
     })
 }
 
+/// The flows of a traffic pattern ([`Pattern::flows`]), hosts by name.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrafficExport {
+    /// The pattern's canonical name.
+    pub pattern: String,
+    pub seed: u64,
+    /// Sorted by source host index (the order of [`TopologyExport::hosts`]).
+    pub flows: Vec<FlowExport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowExport {
+    pub src: String,
+    pub dst: String,
+}
+
+/// Exports the balanced flow sample of `pattern` on `fabric` for `seed`.
+pub fn traffic(
+    fabric: &Fabric,
+    pattern: Pattern,
+    seed: u64,
+) -> Result<TrafficExport, TrafficError> {
+    let name = |h| fabric.host(h).map(|x| x.name.clone()).unwrap_or_default();
+    Ok(TrafficExport {
+        pattern: pattern.to_string(),
+        seed,
+        flows: pattern
+            .flows(fabric, seed)?
+            .into_iter()
+            .map(|(s, d)| FlowExport {
+                src: name(s),
+                dst: name(d),
+            })
+            .collect(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +187,23 @@ mod tests {
         );
         assert!(t.switches.iter().all(|s| s.dpid.len() == 16));
         assert_eq!(t.kind, "dragonfly");
+    }
+
+    #[test]
+    fn traffic_export_names_the_hosts_of_the_registrys_flows() {
+        let fabric = "dragonfly:p=1,a=2,h=1"
+            .parse::<crate::TopologySpec>()
+            .unwrap()
+            .build()
+            .unwrap();
+        let p: Pattern = "adv+1".parse().unwrap();
+        let t = traffic(&fabric, p, 2).unwrap();
+        assert_eq!((t.pattern.as_str(), t.seed, t.flows.len()), ("adv+1", 2, 6));
+        let flows = p.flows(&fabric, 2).unwrap();
+        for (f, (s, d)) in t.flows.iter().zip(flows) {
+            assert_eq!(f.src, fabric.hosts()[s].name);
+            assert_eq!(f.dst, fabric.hosts()[d].name);
+        }
+        assert!(traffic(&fabric, Pattern::Adv(3), 2).is_err());
     }
 }

@@ -4,7 +4,8 @@
 //! and non-minimal routes ([`routes`]), the per-switch rule plan of conditional flow rules
 //! ([`plan`]), and the tools that check a plan without a switch (an in-memory OpenFlow 1.3
 //! [`pipeline`] and a channel-dependency-graph check, [`cdg`]). [`planner`] turns a plan into
-//! OpenFlow messages for the runtime.
+//! OpenFlow messages for the runtime. [`traffic`] is the registry of traffic patterns that the
+//! simulator and the Mininet harness share.
 //!
 //! The runtime: [`desired`] (what each switch must hold: the planner interface), [`session`]
 //! (per-switch OpenFlow state machine, sans-IO), [`sync`] (diff and bundle, pure), [`store`]
@@ -23,6 +24,7 @@ pub mod plan;
 pub mod planner;
 pub mod routes;
 pub mod topology;
+pub mod traffic;
 
 pub mod config;
 pub mod desired;

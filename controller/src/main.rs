@@ -8,8 +8,9 @@
 //! - `--format json`: the plan IR as JSON.
 //! - `--format stats`: flows and groups per switch.
 //!
-//! `topology` prints the fabric as JSON (for the Mininet harness). `run --config FILE` runs the
-//! controller service: OpenFlow to every switch, HTTP API and metrics, memory or etcd store.
+//! `topology` prints the fabric as JSON and `traffic` the flows of a traffic pattern (both for the
+//! Mininet harness). `run --config FILE` runs the controller service: OpenFlow to every switch,
+//! HTTP API and metrics, memory or etcd store.
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,6 +24,7 @@ use fabricflow_controller::desired::PlanSource;
 use fabricflow_controller::plan::{Lossless, SwitchPlan};
 use fabricflow_controller::planner::FabricPlanner;
 use fabricflow_controller::service::Controller;
+use fabricflow_controller::traffic::Pattern;
 use fabricflow_controller::{ofctl, Addressing, Fabric, Plan, PlanOptions, TopologySpec};
 
 /// Plans and installs fabricflow's conditional routing rules on OpenFlow 1.3 switches.
@@ -53,6 +55,18 @@ enum Command {
         /// /8 network of the hosts' IPv4 addresses.
         #[arg(long, default_value = "10.0.0.0")]
         ipv4_base: Ipv4Addr,
+    },
+    /// Print the flows of a traffic pattern as JSON (one per sending host, by host name): the
+    /// Mininet harness runs exactly these, and the same seed always gives the same flows.
+    Traffic {
+        /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+        #[arg(long)]
+        topology: TopologySpec,
+        /// uniform | adv+K | hotspot[:C] (controller/src/traffic.rs defines each).
+        #[arg(long)]
+        traffic: Pattern,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
     /// Run the controller service (OpenFlow, HTTP API, store).
     Run {
@@ -185,6 +199,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .build()
                 .with_context(|| format!("topology {topology}"))?;
             let t = fabricflow_controller::export::export(&fabric, &Addressing::new(ipv4_base)?)?;
+            let mut text = serde_json::to_string_pretty(&t)?;
+            text.push('\n');
+            write_stdout(&text)
+        }
+        Command::Traffic {
+            topology,
+            traffic,
+            seed,
+        } => {
+            let fabric = topology
+                .build()
+                .with_context(|| format!("topology {topology}"))?;
+            let t = fabricflow_controller::export::traffic(&fabric, traffic, seed)?;
             let mut text = serde_json::to_string_pretty(&t)?;
             text.push('\n');
             write_stdout(&text)

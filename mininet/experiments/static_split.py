@@ -54,7 +54,7 @@ def main():
                      for sw in fn.fabric.switches}
             threading.Thread(target=ofchurn.run, args=(plans, args.rate, stop, mods),
                              daemon=True).start()
-        flows = traffic.pattern(fn.fabric, "adv+1", 1)
+        flows = traffic.flows(fn.fabric, "adv+1", 1)
         files = traffic.run_iperf(fn, flows, DURATION, fn.tmp / "iperf", streams=4)
         stop.set()
         agg = 0.0

@@ -1,4 +1,5 @@
-//! Simulation parameters: routing modes, traffic patterns and the physical constants.
+//! Simulation parameters: routing modes, traffic (patterns from the controller's registry,
+//! [`fabricflow_controller::traffic`], and transients between them) and the physical constants.
 //!
 //! # Time and phits
 //!
@@ -15,6 +16,7 @@ use fabricflow_agent::cp::CpConfig;
 use fabricflow_agent::policy::PolicyConfig;
 use fabricflow_agent::policy::Variant;
 use fabricflow_agent::weights::WeightsConfig;
+pub use fabricflow_controller::traffic::Pattern;
 use fabricflow_controller::TopologySpec;
 
 /// Errors in a simulation spec.
@@ -22,7 +24,9 @@ use fabricflow_controller::TopologySpec;
 pub enum SpecError {
     #[error("unknown routing mode {0:?}; expected minimal, valiant, ugal-l, pause, qcnsw-base, qcnsw-sp, qcnsw-fc or qcnsw-combined")]
     Routing(String),
-    #[error("invalid traffic {0:?}; expected uniform, adv+K, hotspot or PATTERN->PATTERN@CYCLE")]
+    #[error(
+        "invalid traffic {0:?}; expected uniform, adv+K, hotspot[:C] or PATTERN->PATTERN@CYCLE"
+    )]
     Traffic(String),
     #[error("invalid configuration: {0}")]
     Invalid(String),
@@ -90,46 +94,6 @@ impl fmt::Display for Routing {
     }
 }
 
-/// A stationary destination pattern.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pattern {
-    /// Uniformly random destination host (never the source).
-    Uniform,
-    /// ADV+K: a random host of group (G + K) mod g (Dragonfly only).
-    Adv(u32),
-    /// A fifth of the packets go to one of the hosts of switch 0; the rest uniform.
-    Hotspot,
-}
-
-impl FromStr for Pattern {
-    type Err = SpecError;
-    fn from_str(s: &str) -> Result<Self, SpecError> {
-        let bad = || SpecError::Traffic(s.to_owned());
-        match s {
-            "uniform" | "un" => Ok(Pattern::Uniform),
-            "hotspot" => Ok(Pattern::Hotspot),
-            _ => {
-                let k = s.strip_prefix("adv+").ok_or_else(bad)?;
-                let k: u32 = k.parse().map_err(|_| bad())?;
-                if k == 0 {
-                    return Err(bad());
-                }
-                Ok(Pattern::Adv(k))
-            }
-        }
-    }
-}
-
-impl fmt::Display for Pattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Pattern::Uniform => f.write_str("uniform"),
-            Pattern::Adv(k) => write!(f, "adv+{k}"),
-            Pattern::Hotspot => f.write_str("hotspot"),
-        }
-    }
-}
-
 /// The traffic of a run: one pattern, or a change of pattern at a given cycle (transient).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Traffic {
@@ -158,16 +122,20 @@ impl Traffic {
 impl FromStr for Traffic {
     type Err = SpecError;
     fn from_str(s: &str) -> Result<Self, SpecError> {
+        let pattern = |p: &str| {
+            p.parse::<Pattern>()
+                .map_err(|_| SpecError::Traffic(s.to_owned()))
+        };
         match s.split_once("->") {
-            None => Ok(Traffic::steady(s.parse()?)),
+            None => Ok(Traffic::steady(pattern(s)?)),
             Some((a, rest)) => {
                 let (b, t) = rest
                     .split_once('@')
                     .ok_or_else(|| SpecError::Traffic(s.to_owned()))?;
                 let t: u64 = t.parse().map_err(|_| SpecError::Traffic(s.to_owned()))?;
                 Ok(Traffic {
-                    first: a.parse()?,
-                    then: Some((b.parse()?, t)),
+                    first: pattern(a)?,
+                    then: Some((pattern(b)?, t)),
                 })
             }
         }
@@ -408,6 +376,8 @@ mod tests {
             "foo",
             "uniform->adv+1",
             "uniform->adv+1@x",
+            "hotspot:0",
+            "uniform->hotspot:x@5",
         ] {
             assert!(bad.parse::<Traffic>().is_err(), "{bad}");
         }

@@ -39,13 +39,14 @@ use fabricflow_agent::switch_core::{CnmRoute, CongestionSample, Culprit, SwitchC
 use fabricflow_controller::planner::desired_state;
 use fabricflow_controller::topology::dragonfly::Dragonfly;
 use fabricflow_controller::topology::{Fabric, FabricKind, Peer, PortRole};
+use fabricflow_controller::traffic::{Destinations, Pattern};
 use fabricflow_controller::{PlanOptions, Routes};
 use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc};
 use fabricflow_proto::MacAddr;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::config::{CpQueue, Pattern, Routing, SimConfig, SpecError};
+use crate::config::{CpQueue, Routing, SimConfig, SpecError};
 
 const NONE: u32 = u32::MAX;
 /// Event wheel size (cycles); the configuration keeps every delay below it.
@@ -136,7 +137,6 @@ pub struct Sim {
     sw_idx: Vec<u32>,
     sw_hosts: Vec<Vec<u32>>,
     sw_globals: Vec<Vec<u32>>,
-    group_hosts: Vec<Vec<u32>>,
     gp_sw: Vec<u32>,
     gp_pno: Vec<u32>,
     gp_global: Vec<bool>,
@@ -168,6 +168,10 @@ pub struct Sim {
     host_busy: Vec<u64>,
     host_next: Vec<u64>,
     gen_p: f64,
+    /// Destination laws of `cfg.traffic`: the first pattern's, and the later one with the cycle
+    /// it takes over at.
+    dests: Destinations,
+    dests_then: Option<(u64, Destinations)>,
     // Packets and time.
     pkts: Vec<Pkt>,
     free: Vec<u32>,
@@ -313,16 +317,11 @@ impl Sim {
                 .max()
                 .map_or(1, |g| g + 1),
         };
-        let mut group_hosts = vec![Vec::new(); ngroups as usize];
         for (h, host) in fabric.hosts().iter().enumerate() {
             let hid = u32::try_from(h).unwrap_or(NONE);
             host_sw.push(u32::try_from(host.switch).unwrap_or(NONE));
             host_gp.push(gp_at(&sw_base, &pno_base, &pno_gp, host.switch, host.port));
             if let Some(v) = sw_hosts.get_mut(host.switch) {
-                v.push(hid);
-            }
-            let g = sw_group.get(host.switch).copied().unwrap_or(NONE);
-            if let Some(v) = group_hosts.get_mut(g as usize) {
                 v.push(hid);
             }
         }
@@ -356,6 +355,15 @@ impl Sim {
                 }
             }
         }
+        let law = |p: Pattern| {
+            p.destinations(fabric, cfg.seed)
+                .map_err(|e| SpecError::Invalid(e.to_string()))
+        };
+        let dests = law(cfg.traffic.first)?;
+        let dests_then = match cfg.traffic.then {
+            Some((p, t)) => Some((t, law(p)?)),
+            None => None,
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let qcn = matches!(cfg.routing, Routing::QcnSw(_));
         let mut cores = Vec::new();
@@ -397,7 +405,6 @@ impl Sim {
             sw_idx,
             sw_hosts,
             sw_globals,
-            group_hosts,
             gp_sw,
             gp_pno,
             gp_global,
@@ -427,6 +434,8 @@ impl Sim {
             host_busy: vec![0; nh],
             host_next: vec![u64::MAX; nh],
             gen_p,
+            dests,
+            dests_then,
             pkts: Vec::new(),
             free: Vec::new(),
             wheel: vec![Vec::new(); WHEEL],
@@ -659,53 +668,16 @@ impl Sim {
         }
     }
 
+    /// A new packet's destination host (NONE: the source sends nothing), drawn from the sim's
+    /// one RNG by the pattern in force.
     fn destination(&mut self, src: u32) -> u32 {
-        let nh = u32::try_from(self.host_sw.len()).unwrap_or(NONE);
-        if nh < 2 {
-            return NONE;
-        }
-        let uniform = |rng: &mut ChaCha8Rng| {
-            let d = rng.gen_range(0..nh - 1);
-            if d >= src {
-                d + 1
-            } else {
-                d
-            }
+        let law = match &self.dests_then {
+            Some((t, d)) if self.now >= *t => d,
+            _ => &self.dests,
         };
-        match self.cfg.traffic.at(self.now) {
-            Pattern::Uniform => uniform(&mut self.rng),
-            Pattern::Adv(k) => {
-                let g = self
-                    .host_sw
-                    .get(src as usize)
-                    .and_then(|&s| self.sw_group.get(s as usize))
-                    .copied()
-                    .unwrap_or(NONE);
-                let tg = if g == NONE {
-                    NONE
-                } else {
-                    (g + k) % self.ngroups
-                };
-                match self.group_hosts.get(tg as usize) {
-                    Some(v) if !v.is_empty() && tg != g => {
-                        let i = self.rng.gen_range(0..v.len());
-                        v.get(i).copied().unwrap_or(NONE)
-                    }
-                    _ => uniform(&mut self.rng),
-                }
-            }
-            Pattern::Hotspot => {
-                let hot = self.sw_hosts.first().cloned().unwrap_or_default();
-                if !hot.is_empty() && self.rng.gen_bool(0.2) {
-                    let i = self.rng.gen_range(0..hot.len());
-                    let d = hot.get(i).copied().unwrap_or(NONE);
-                    if d != src {
-                        return d;
-                    }
-                }
-                uniform(&mut self.rng)
-            }
-        }
+        law.draw(src as usize, &mut self.rng)
+            .and_then(|d| u32::try_from(d).ok())
+            .unwrap_or(NONE)
     }
 
     /// QCN congestion point of port `gp` (queue now `q_phits`) sees packet `pkt` enqueued.
@@ -1273,6 +1245,36 @@ mod tests {
     use super::*;
     use fabricflow_controller::TopologySpec;
 
+    /// Every packet's destination lies in the support of the pattern in force, as the registry
+    /// defines it for the run's fabric and seed (so the hotspot's hot host is the harness's).
+    #[test]
+    fn packet_destinations_stay_in_the_patterns_support() {
+        for traffic in ["uniform", "adv+2", "hotspot", "hotspot:1->adv+1@500"] {
+            let cfg = SimConfig {
+                topology: TopologySpec::Dragonfly { p: 2, a: 2, h: 1 },
+                traffic: traffic.parse().unwrap(),
+                seed: 5,
+                ..SimConfig::default()
+            };
+            let fabric = cfg.topology.build().unwrap();
+            let mut sim = Sim::new(cfg.clone()).unwrap();
+            let n = u32::try_from(sim.hosts()).unwrap();
+            for now in [0, 499, 500, 10_000] {
+                sim.now = now;
+                let law = cfg.traffic.at(now).destinations(&fabric, 5).unwrap();
+                for src in (0..n).cycle().take(2_000) {
+                    let dst = sim.destination(src);
+                    if dst == NONE {
+                        assert!((0..n as usize).all(|d| law.probability(src as usize, d) == 0.0));
+                    } else {
+                        let p = law.probability(src as usize, dst as usize);
+                        assert!(p > 0.0, "{traffic} at {now}: {src} -> {dst}");
+                    }
+                }
+            }
+        }
+    }
+
     /// The non-minimal draw is uniform over the other global ports. Drawing "the first candidate
     /// after a random start" gave the port after the excluded one double weight (1/2, 1/4, 1/4
     /// with h = 4), which overloaded one port of the switch owning the congested link and made
@@ -1339,7 +1341,8 @@ mod tests {
             }
         }
         // Switch 0 of group 0, towards a host of group 1 (minimal: its global port 7).
-        let dst = sim.host_mac[sim.group_hosts[1][0] as usize];
+        let first_of_group_1 = fabric.hosts().iter().position(|h| h.location.group == 1);
+        let dst = sim.host_mac[first_of_group_1.unwrap()];
         let core = &mut sim.cores[0];
         let m = core.minimal_port_towards(dst).unwrap();
         assert!((0..=255).all(|slot| core.select(dst, slot) == Some(m)));

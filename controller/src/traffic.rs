@@ -1,0 +1,631 @@
+//! Traffic patterns: the one registry of pattern names, shared by the simulator (per-packet
+//! destinations), the Mininet harness (`fabricflow-controller traffic`, one flow per host) and
+//! anything that needs the traffic matrix, so that a name means the same everywhere.
+//!
+//! # Definition
+//!
+//! A [`Pattern`] on a fabric, with a seed for the patterns that pick hosts, gives every source
+//! host a *target set*; the source's destination is uniformly distributed over its target set
+//! minus itself, and a source whose set holds nobody else sends nothing. That distribution
+//! ([`Destinations::probability`]) is the pattern's only definition. Hosts are indices into
+//! [`Fabric::hosts`] (the order of the controller's `topology` export); groups are the hosts'
+//! [`Location::group`](crate::addressing::Location) (Dragonfly groups, fat-tree pods).
+//!
+//! - `uniform`: every host.
+//! - `adv+K` (K ≥ 1): the hosts of the group K places after the source's in ascending group
+//!   order, cyclically: group (G + K) mod g on a Dragonfly. K must not be a multiple of the
+//!   number of groups.
+//! - `hotspot` = `hotspot:4`, `hotspot:C` (C ≥ 1): the seed picks one hot host and C
+//!   contributors outside its group. A contributor's set is the hot host alone; every other host
+//!   except the hot host (which only receives) targets the *rest*: all hosts but the hot one and
+//!   the contributors. So C sources converge on one host link while the rest is uniform among
+//!   themselves and never adds to the hot spot.
+//!
+//! # Two realisations of the one definition
+//!
+//! - [`Destinations::draw`]: an independent destination per packet (the simulator).
+//! - [`Destinations::flows`]: one long-lived flow per sending host (the harness: iperf3), a
+//!   *balanced* sample: each flow's destination has exactly the distribution above, but the
+//!   senders of one target set are spread over it as evenly as possible, so no host receives
+//!   more than ⌈senders / set size⌉ flows. When the senders are the set (uniform, hotspot's
+//!   rest) the sample is a uniformly random derangement; when they are disjoint from it (adv+K,
+//!   hotspot's contributors) it is a random bijection onto the set, cycled if the set is
+//!   smaller. Independent draws would instead give some hosts two or three flows and others none,
+//!   which with few long flows makes host links, not the fabric, the bottleneck.
+//!
+//! So the per-packet traffic matrix (rates) is the expectation, over seeds, of the flow sample's
+//! matrix. Both are deterministic: the same (fabric, pattern, seed) gives the same
+//! [`Destinations`] and the same flows; `draw` consumes only the caller's RNG.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::topology::{Fabric, HostId};
+
+/// Contributors of plain `hotspot`.
+pub const DEFAULT_HOTSPOT_CONTRIBUTORS: u32 = 4;
+
+/// ChaCha streams of the seed: hosts a pattern picks, and the flow sample. Stream 0 is left to
+/// the caller (the simulator's per-packet RNG is `ChaCha8Rng::seed_from_u64(seed)`), so none of
+/// the three consumes another's numbers.
+const PICK_STREAM: u64 = 1;
+const FLOW_STREAM: u64 = 2;
+
+/// A traffic pattern by name (see the module documentation for each definition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pattern {
+    /// `uniform`.
+    Uniform,
+    /// `adv+K`.
+    Adv(u32),
+    /// `hotspot[:C]`.
+    Hotspot { contributors: u32 },
+}
+
+/// Why a pattern cannot be parsed or laid on a fabric.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TrafficError {
+    #[error(
+        "unknown traffic pattern {0:?}; expected uniform, adv+K (K ≥ 1) or hotspot[:C] (C ≥ 1)"
+    )]
+    Parse(String),
+    #[error("{pattern}: the fabric has {hosts} host(s); every pattern needs at least 2")]
+    TooFewHosts { pattern: Pattern, hosts: usize },
+    #[error("{pattern}: K must not be a multiple of the fabric's {groups} host group(s)")]
+    AdvOwnGroup { pattern: Pattern, groups: usize },
+    #[error("{pattern}: needs {wanted} contributors outside the hot host's group; {available} hosts are")]
+    TooFewContributors {
+        pattern: Pattern,
+        wanted: u32,
+        available: usize,
+    },
+}
+
+impl FromStr for Pattern {
+    type Err = TrafficError;
+    fn from_str(s: &str) -> Result<Self, TrafficError> {
+        let bad = || TrafficError::Parse(s.to_owned());
+        // Digits only: `u32::from_str` would also take "+1".
+        let positive = |text: &str| match text.parse::<u32>() {
+            Ok(n) if n > 0 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+            _ => Err(bad()),
+        };
+        match s {
+            "uniform" => Ok(Pattern::Uniform),
+            "hotspot" => Ok(Pattern::Hotspot {
+                contributors: DEFAULT_HOTSPOT_CONTRIBUTORS,
+            }),
+            _ => {
+                if let Some(k) = s.strip_prefix("adv+") {
+                    Ok(Pattern::Adv(positive(k)?))
+                } else if let Some(c) = s.strip_prefix("hotspot:") {
+                    Ok(Pattern::Hotspot {
+                        contributors: positive(c)?,
+                    })
+                } else {
+                    Err(bad())
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pattern::Uniform => f.write_str("uniform"),
+            Pattern::Adv(k) => write!(f, "adv+{k}"),
+            Pattern::Hotspot {
+                contributors: DEFAULT_HOTSPOT_CONTRIBUTORS,
+            } => f.write_str("hotspot"),
+            Pattern::Hotspot { contributors } => write!(f, "hotspot:{contributors}"),
+        }
+    }
+}
+
+impl Pattern {
+    /// The pattern's destination distributions on `fabric`; `seed` picks the hosts of the
+    /// patterns that pick any (hotspot).
+    pub fn destinations(self, fabric: &Fabric, seed: u64) -> Result<Destinations, TrafficError> {
+        Destinations::new(self, fabric, seed)
+    }
+
+    /// The balanced one-flow-per-sender sample of the pattern on `fabric` (see
+    /// [`Destinations::flows`]).
+    pub fn flows(self, fabric: &Fabric, seed: u64) -> Result<Vec<(HostId, HostId)>, TrafficError> {
+        Ok(self.destinations(fabric, seed)?.flows(seed))
+    }
+}
+
+/// A source's target set and, if the source belongs to it, its position there (never drawn).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Target {
+    set: usize,
+    own: Option<u32>,
+}
+
+/// A pattern laid on a fabric: every host's destination distribution.
+#[derive(Debug, Clone)]
+pub struct Destinations {
+    pattern: Pattern,
+    /// Target sets, hosts ascending.
+    sets: Vec<Vec<HostId>>,
+    /// Per source host; `None`: it sends nothing.
+    of: Vec<Option<Target>>,
+}
+
+fn stream(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    rng
+}
+
+impl Destinations {
+    fn new(pattern: Pattern, fabric: &Fabric, seed: u64) -> Result<Self, TrafficError> {
+        let n = fabric.hosts().len();
+        if n < 2 || u32::try_from(n).is_err() {
+            return Err(TrafficError::TooFewHosts { pattern, hosts: n });
+        }
+        let own = |pos: usize| u32::try_from(pos).ok();
+        let (sets, of) = match pattern {
+            Pattern::Uniform => (
+                vec![(0..n).collect()],
+                (0..n)
+                    .map(|h| {
+                        Some(Target {
+                            set: 0,
+                            own: own(h),
+                        })
+                    })
+                    .collect(),
+            ),
+            Pattern::Adv(k) => {
+                let mut groups: BTreeMap<u16, Vec<HostId>> = BTreeMap::new();
+                for (h, host) in fabric.hosts().iter().enumerate() {
+                    groups.entry(host.location.group).or_default().push(h);
+                }
+                let ng = groups.len();
+                let shift = usize::try_from(k).unwrap_or(usize::MAX) % ng.max(1);
+                if ng < 2 || shift == 0 {
+                    return Err(TrafficError::AdvOwnGroup {
+                        pattern,
+                        groups: ng,
+                    });
+                }
+                let position: BTreeMap<u16, usize> =
+                    groups.keys().enumerate().map(|(i, &g)| (g, i)).collect();
+                let of = fabric
+                    .hosts()
+                    .iter()
+                    .map(|host| {
+                        position.get(&host.location.group).map(|&i| Target {
+                            set: (i + shift) % ng,
+                            own: None,
+                        })
+                    })
+                    .collect();
+                (groups.into_values().collect(), of)
+            }
+            Pattern::Hotspot { contributors } => {
+                let mut rng = stream(seed, PICK_STREAM);
+                let hot = rng.gen_range(0..n);
+                let group = |h: HostId| fabric.host(h).map(|x| x.location.group);
+                let outside: Vec<HostId> = (0..n).filter(|&h| group(h) != group(hot)).collect();
+                let wanted = usize::try_from(contributors).unwrap_or(usize::MAX);
+                if outside.len() < wanted {
+                    return Err(TrafficError::TooFewContributors {
+                        pattern,
+                        wanted: contributors,
+                        available: outside.len(),
+                    });
+                }
+                let mut chosen: Vec<HostId> =
+                    outside.choose_multiple(&mut rng, wanted).copied().collect();
+                chosen.sort_unstable();
+                let rest: Vec<HostId> = (0..n)
+                    .filter(|h| *h != hot && chosen.binary_search(h).is_err())
+                    .collect();
+                let mut of = vec![None; n];
+                for &c in &chosen {
+                    if let Some(t) = of.get_mut(c) {
+                        *t = Some(Target { set: 0, own: None });
+                    }
+                }
+                if rest.len() >= 2 {
+                    for (i, &r) in rest.iter().enumerate() {
+                        if let Some(t) = of.get_mut(r) {
+                            *t = Some(Target {
+                                set: 1,
+                                own: own(i),
+                            });
+                        }
+                    }
+                }
+                (vec![vec![hot], rest], of)
+            }
+        };
+        Ok(Destinations { pattern, sets, of })
+    }
+
+    /// The pattern these distributions define.
+    pub fn pattern(&self) -> Pattern {
+        self.pattern
+    }
+
+    /// Number of hosts (sources and destinations are `0..hosts()`).
+    pub fn hosts(&self) -> usize {
+        self.of.len()
+    }
+
+    /// Probability that a packet (or the flow) of `src` goes to `dst`: the definition.
+    pub fn probability(&self, src: HostId, dst: HostId) -> f64 {
+        let Some((t, set)) = self.target(src) else {
+            return 0.0;
+        };
+        let others = set.len() - usize::from(t.own.is_some());
+        if dst == src || others == 0 || set.binary_search(&dst).is_err() {
+            0.0
+        } else {
+            1.0 / others as f64
+        }
+    }
+
+    fn target(&self, src: HostId) -> Option<(Target, &[HostId])> {
+        let t = self.of.get(src).copied().flatten()?;
+        Some((t, self.sets.get(t.set)?))
+    }
+
+    /// One destination of `src` drawn from its distribution, `None` if `src` sends nothing.
+    ///
+    /// The simulator's RNG sequence is part of its results: a source inside its set takes one
+    /// `u32` draw over the others (`gen_range(0..len - 1)`, its own position skipped), a source
+    /// outside one `usize` draw over the set. Keep these draws as they are.
+    pub fn draw<R: Rng + ?Sized>(&self, src: HostId, rng: &mut R) -> Option<HostId> {
+        let (t, set) = self.target(src)?;
+        match t.own {
+            Some(own) => {
+                let n = u32::try_from(set.len()).ok().filter(|&n| n >= 2)?;
+                let d = rng.gen_range(0..n - 1);
+                let d = if d >= own { d + 1 } else { d };
+                set.get(usize::try_from(d).ok()?).copied()
+            }
+            None if set.is_empty() => None,
+            None => set.get(rng.gen_range(0..set.len())).copied(),
+        }
+    }
+
+    /// One flow per sending host, sorted by source: the balanced sample of the module
+    /// documentation, from the seed's own RNG stream.
+    pub fn flows(&self, seed: u64) -> Vec<(HostId, HostId)> {
+        let mut rng = stream(seed, FLOW_STREAM);
+        let mut out = Vec::with_capacity(self.of.len());
+        for (i, set) in self.sets.iter().enumerate() {
+            let senders: Vec<HostId> = (0..self.of.len())
+                .filter(|&h| matches!(self.of.get(h), Some(Some(t)) if t.set == i))
+                .collect();
+            out.extend(balanced(&senders, set, &mut rng));
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+/// Gives each sender one member of `set` other than itself, uniformly, with every member
+/// receiving ⌊senders / |set|⌋ or ⌈…⌉: a shuffle of `set` dealt out cyclically, redrawn while a
+/// sender got itself. The senders here are either `set` itself (a uniformly random derangement,
+/// ~e draws) or disjoint from it (one draw), and a sender alone in its set never sends.
+fn balanced(senders: &[HostId], set: &[HostId], rng: &mut ChaCha8Rng) -> Vec<(HostId, HostId)> {
+    if senders.is_empty() || set.is_empty() || (set.len() == 1 && set == senders) {
+        return Vec::new();
+    }
+    let mut order = set.to_vec();
+    loop {
+        order.shuffle(rng);
+        let flows: Vec<(HostId, HostId)> = senders
+            .iter()
+            .copied()
+            .zip(order.iter().copied().cycle())
+            .collect();
+        if flows.iter().all(|(s, d)| s != d) {
+            return flows;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::TopologySpec;
+
+    fn fabric(spec: &str) -> Fabric {
+        spec.parse::<TopologySpec>().unwrap().build().unwrap()
+    }
+
+    fn group(f: &Fabric, h: HostId) -> u16 {
+        f.hosts()[h].location.group
+    }
+
+    fn receivers(flows: &[(HostId, HostId)]) -> BTreeMap<HostId, usize> {
+        let mut m = BTreeMap::new();
+        for &(_, d) in flows {
+            *m.entry(d).or_default() += 1;
+        }
+        m
+    }
+
+    #[test]
+    fn names_parse_and_print_back() {
+        for (text, p) in [
+            ("uniform", Pattern::Uniform),
+            ("adv+1", Pattern::Adv(1)),
+            ("adv+12", Pattern::Adv(12)),
+            ("hotspot", Pattern::Hotspot { contributors: 4 }),
+            ("hotspot:7", Pattern::Hotspot { contributors: 7 }),
+        ] {
+            assert_eq!(text.parse::<Pattern>(), Ok(p));
+            assert_eq!(p.to_string(), text);
+        }
+        assert_eq!(
+            "hotspot:4".parse::<Pattern>().unwrap().to_string(),
+            "hotspot"
+        );
+    }
+
+    #[test]
+    fn malformed_names_are_a_parse_error_naming_the_input() {
+        for bad in [
+            "",
+            "un",
+            "Uniform",
+            "adv",
+            "adv+",
+            "adv+0",
+            "adv+x",
+            "adv+-1",
+            "adv++1",
+            "adv+1 ",
+            "adv-1",
+            "hotspot:",
+            "hotspot:0",
+            "hotspot:+2",
+            "hot",
+            "uniform->adv+1@5",
+        ] {
+            let e = bad.parse::<Pattern>().unwrap_err();
+            assert_eq!(e, TrafficError::Parse(bad.to_owned()));
+            assert!(e.to_string().contains("expected uniform"), "{e}");
+        }
+    }
+
+    #[test]
+    fn uniform_flows_are_a_derangement_of_every_host() {
+        let f = fabric("dragonfly:p=2,a=4,h=2");
+        for seed in 1..20 {
+            let fl = Pattern::Uniform.flows(&f, seed).unwrap();
+            assert_eq!(fl.len(), 72);
+            assert!(fl.iter().enumerate().all(|(i, &(s, d))| s == i && d != s));
+            assert!(receivers(&fl).values().all(|&n| n == 1));
+            assert_eq!(receivers(&fl).len(), 72);
+        }
+    }
+
+    #[test]
+    fn adv_flows_are_a_bijection_onto_group_plus_k() {
+        let f = fabric("dragonfly:p=2,a=4,h=2"); // 9 groups of 8 hosts
+        for k in [1, 2, 4, 8, 10] {
+            let fl = Pattern::Adv(k).flows(&f, 3).unwrap();
+            assert_eq!(fl.len(), 72);
+            for &(s, d) in &fl {
+                assert_eq!(u32::from(group(&f, d)), (u32::from(group(&f, s)) + k) % 9);
+            }
+            assert!(receivers(&fl).values().all(|&n| n == 1), "adv+{k}");
+        }
+    }
+
+    #[test]
+    fn adv_on_a_fat_tree_targets_pod_plus_k() {
+        let f = fabric("fattree:k=4,n=2");
+        let pods = f
+            .hosts()
+            .iter()
+            .map(|h| h.location.group)
+            .collect::<std::collections::BTreeSet<_>>();
+        let fl = Pattern::Adv(1).flows(&f, 1).unwrap();
+        assert_eq!(fl.len(), f.hosts().len());
+        let np = u16::try_from(pods.len()).unwrap();
+        for &(s, d) in &fl {
+            assert_eq!(group(&f, d), (group(&f, s) + 1) % np);
+        }
+        assert!(receivers(&fl).values().all(|&n| n == 1));
+    }
+
+    #[test]
+    fn adv_k_multiple_of_the_groups_is_refused() {
+        let f = fabric("dragonfly:p=1,a=2,h=1"); // 3 groups
+        for k in [3, 6] {
+            let e = Pattern::Adv(k).destinations(&f, 1).unwrap_err();
+            assert_eq!(
+                e,
+                TrafficError::AdvOwnGroup {
+                    pattern: Pattern::Adv(k),
+                    groups: 3
+                }
+            );
+        }
+        assert!(Pattern::Adv(4).destinations(&f, 1).is_ok());
+    }
+
+    #[test]
+    fn hotspot_flows_converge_contributors_and_permute_the_rest() {
+        let f = fabric("dragonfly:p=2,a=4,h=2");
+        for seed in 1..10 {
+            let fl = Pattern::Hotspot { contributors: 4 }
+                .flows(&f, seed)
+                .unwrap();
+            let rx = receivers(&fl);
+            let (&hot, &n) = rx.iter().max_by_key(|(_, &n)| n).unwrap();
+            assert_eq!(n, 4);
+            // The hot host only receives; everyone else sends once and receives at most once.
+            assert_eq!(fl.len(), 71);
+            assert!(fl.iter().all(|&(s, d)| s != hot && s != d));
+            assert!(rx.iter().all(|(&h, &n)| h == hot || n == 1));
+            let contributors: Vec<HostId> = fl.iter().filter(|f| f.1 == hot).map(|f| f.0).collect();
+            assert!(contributors.iter().all(|&c| group(&f, c) != group(&f, hot)));
+            // The rest is a derangement among itself: no contributor receives.
+            let rest: Vec<&(HostId, HostId)> = fl.iter().filter(|f| f.1 != hot).collect();
+            assert_eq!(rest.len(), 67);
+            assert!(rest.iter().all(|f| !contributors.contains(&f.1)));
+        }
+    }
+
+    #[test]
+    fn hotspot_needs_enough_hosts_outside_the_hot_group() {
+        let f = fabric("dragonfly:p=1,a=2,h=1"); // 3 groups of 2 hosts: 4 outside any group
+        assert!(Pattern::Hotspot { contributors: 4 }.flows(&f, 1).is_ok());
+        let e = Pattern::Hotspot { contributors: 5 }
+            .destinations(&f, 1)
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            TrafficError::TooFewContributors {
+                wanted: 5,
+                available: 4,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn same_fabric_pattern_and_seed_give_the_same_flows() {
+        let f = fabric("dragonfly:p=2,a=4,h=2");
+        for p in ["uniform", "adv+1", "hotspot", "hotspot:2"] {
+            let p: Pattern = p.parse().unwrap();
+            let a = p.flows(&f, 5).unwrap();
+            assert_eq!(a, p.flows(&f, 5).unwrap(), "{p}");
+            assert_ne!(a, p.flows(&f, 6).unwrap(), "{p}");
+        }
+    }
+
+    #[test]
+    fn flows_follow_the_definition_on_average_over_seeds() {
+        let f = fabric("dragonfly:p=1,a=2,h=1"); // 6 hosts, 3 groups
+        for p in [
+            Pattern::Uniform,
+            Pattern::Adv(1),
+            Pattern::Hotspot { contributors: 2 },
+        ] {
+            let d = p.destinations(&f, 9).unwrap();
+            let seeds = 6000;
+            let mut count = vec![vec![0u32; 6]; 6];
+            for seed in 0..seeds {
+                // The same hot host for every seed: only the flow sample varies here.
+                for (s, t) in d.flows(seed) {
+                    count[s][t] += 1;
+                }
+            }
+            for (s, row) in count.iter().enumerate() {
+                for (t, &c) in row.iter().enumerate() {
+                    let want = d.probability(s, t);
+                    let got = f64::from(c) / seeds as f64;
+                    assert!((got - want).abs() < 0.03, "{p} {s}->{t}: {got} vs {want}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn draws_stay_in_the_support_and_follow_the_definition() {
+        let f = fabric("dragonfly:p=2,a=2,h=1"); // 3 groups of 4 hosts
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        for p in [
+            Pattern::Uniform,
+            Pattern::Adv(2),
+            Pattern::Hotspot { contributors: 3 },
+        ] {
+            let d = p.destinations(&f, 4).unwrap();
+            for s in 0..d.hosts() {
+                let total: f64 = (0..d.hosts()).map(|t| d.probability(s, t)).sum();
+                let draws = 3000;
+                let mut count = vec![0u32; d.hosts()];
+                for _ in 0..draws {
+                    match d.draw(s, &mut rng) {
+                        Some(t) => {
+                            assert!(d.probability(s, t) > 0.0, "{p}: {s}->{t} outside");
+                            count[t] += 1;
+                        }
+                        None => assert_eq!(total, 0.0, "{p}: {s} silent"),
+                    }
+                }
+                if total > 0.0 {
+                    assert!((total - 1.0).abs() < 1e-9);
+                    for (t, &c) in count.iter().enumerate() {
+                        let got = f64::from(c) / f64::from(draws);
+                        assert!((got - d.probability(s, t)).abs() < 0.04, "{p} {s}->{t}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn uniform_draw_is_the_simulators_historic_draw() {
+        // One u32 draw over the n - 1 others, skipping the source: the simulator's sequence.
+        let f = fabric("dragonfly:p=2,a=4,h=2");
+        let d = Pattern::Uniform.destinations(&f, 1).unwrap();
+        let (mut a, mut b) = (ChaCha8Rng::seed_from_u64(7), ChaCha8Rng::seed_from_u64(7));
+        for src in (0..72).cycle().take(1000) {
+            let x: u32 = b.gen_range(0..71);
+            let want = if x >= src as u32 { x + 1 } else { x };
+            assert_eq!(d.draw(src, &mut a), Some(want as usize));
+        }
+    }
+
+    #[test]
+    fn a_one_host_fabric_is_refused() {
+        use crate::topology::{FabricBuilder, FabricKind, SwitchSpec};
+        let mut b = FabricBuilder::new(FabricKind::File);
+        let sw = b
+            .add_switch(SwitchSpec {
+                dpid: 1,
+                name: "s".into(),
+                group: Some(0),
+                index: 0,
+                level: 0,
+                max_port: None,
+            })
+            .unwrap();
+        b.add_host("h".into(), sw, 1).unwrap();
+        let f = b.finish().unwrap();
+        for p in [
+            Pattern::Uniform,
+            Pattern::Adv(1),
+            Pattern::Hotspot { contributors: 1 },
+        ] {
+            let e = p.destinations(&f, 1).unwrap_err();
+            assert_eq!(
+                e,
+                TrafficError::TooFewHosts {
+                    pattern: p,
+                    hosts: 1
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn two_hosts_in_two_groups_exchange() {
+        let f = fabric("dragonfly:p=1,a=1,h=1"); // 2 groups of 1 host
+        for p in [Pattern::Uniform, Pattern::Adv(1)] {
+            assert_eq!(p.flows(&f, 1).unwrap(), vec![(0, 1), (1, 0)]);
+        }
+        // One contributor to the hot host; the rest is nobody.
+        let fl = Pattern::Hotspot { contributors: 1 }.flows(&f, 1).unwrap();
+        assert_eq!(fl.len(), 1);
+    }
+}

@@ -1,0 +1,82 @@
+"""The routing modes `run.py` compares, each with everything it sets: how the fabric is programmed,
+the initial P of the SELECT groups, whether the agent runs (and its QCN-SW variant), and the
+controller.toml / agent.toml keys it changes over the harness's (fflaunch.py: the controller's
+loopback settings, `agent-emulated.toml` with the constants derived from the run's queues and
+fabric). A mode is one entry here; `run.py --modes` names entries, and summary.json records each
+mode's effective settings.
+
+    Mode("qcnsw-combined-nocensus", "...", program="controller", agent_variant="combined",
+         agent={"cp.min_sources": 1})
+
+Settings are applied in this order, later ones winning: the harness's, the mode's, then the
+environment's ``FF_CONTROLLER_SET`` / ``FF_AGENT_SET`` (``key=value,...``, for one-off
+experiments), then ``FabricNet(..., controller_overrides=, agent_overrides=)`` (tests).
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    about: str
+    # "static": `fabricflow-controller plan` loaded with ovs-ofctl; "controller": the controller
+    # runtime (`fabricflow-controller run`), which the agent needs.
+    program: str = "static"
+    # Initial probability of the minimal bucket of every decision group, percent.
+    p_minimal: float = 100.0
+    # QCN-SW variant of `fabricflow-agent run` (base, source-processing, feedback-comparison,
+    # combined); None: no agent.
+    agent_variant: str | None = None
+    # controller.toml keys (dotted for tables) set over the harness's.
+    controller: dict = field(default_factory=dict)
+    # agent.toml keys (dotted: "cp.min_sources") set over agent-emulated.toml and the derived
+    # constants.
+    agent: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.program not in ("static", "controller"):
+            raise ValueError(f"mode {self.name}: program must be static or controller")
+        if self.agent_variant and self.program != "controller":
+            raise ValueError(f"mode {self.name}: the agent needs the controller runtime")
+        if self.controller and self.program != "controller":
+            raise ValueError(f"mode {self.name}: controller keys need the controller runtime")
+        if self.agent and not self.agent_variant:
+            raise ValueError(f"mode {self.name}: agent keys need an agent")
+
+    def on_controller(self):
+        """The same mode programmed by the controller runtime (`run.py --program controller`)."""
+        return dataclasses.replace(self, program="controller")
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+
+def _qcnsw(variant, short):
+    return Mode(f"qcnsw-{short}", f"controller + agent, QCN-SW variant {variant}, emulated CP",
+                program="controller", agent_variant=variant)
+
+
+MODES = {m.name: m for m in (
+    Mode("minimal", "static plan, P = 100: minimal routing", p_minimal=100.0),
+    Mode("valiant", "static plan, P = 0: inter-group traffic over the non-minimal candidates",
+         p_minimal=0.0),
+    _qcnsw("base", "base"),
+    _qcnsw("source-processing", "sp"),
+    _qcnsw("feedback-comparison", "fc"),
+    _qcnsw("combined", "combined"),
+    # mininet/README.md "The source census": the gate off, as 802.1Qau has it.
+    Mode("qcnsw-combined-nocensus",
+         "qcnsw-combined with the source census off (cp.min_sources = 1)",
+         program="controller", agent_variant="combined", agent={"cp.min_sources": 1}),
+)}
+
+
+def lookup(name, program=None):
+    """The registered mode `name`, moved onto the controller runtime if `program` says so."""
+    try:
+        mode = MODES[name]
+    except KeyError:
+        raise KeyError(f"unknown mode {name!r}; known: {', '.join(MODES)}") from None
+    return mode.on_controller() if program == "controller" else mode

@@ -1,0 +1,100 @@
+"""What run.py measures, typed: one run of one mode (:class:`RunResult`), a mode's repeats
+(:class:`ModeResult`) and the whole invocation (:class:`Summary`). ``Summary.to_json()`` is
+summary.json; tests/, mininet/README.md and later tools read its keys, so they only grow."""
+
+import statistics
+from dataclasses import dataclass, field
+
+import measure
+
+# Per-run figures that a mode reports as the median over its repeats (robust to one run hit by
+# this shared machine's load).
+MEDIAN_KEYS = ("aggregate_mbps", "flow_min_mbps", "flow_median_mbps", "flow_max_mbps", "jain")
+
+
+@dataclass
+class RunResult:
+    mode: str
+    rep: int
+    seed: int
+    flows: list                     # [(src, dst)] JSON host names, as the registry gave them
+    per_flow_mbps: dict             # "src->dst" -> mean Mb/s after the warm-up (receiver side)
+    agg_series: list                # [(t s, aggregate Mb/s)], one point per second
+    errors: dict                    # "src->dst" -> iperf3's error
+    timings: dict                   # FabricNet.timings: bring-up and programming, s
+    cnms_generated: int | None      # the agent's /metrics; None without an agent
+    group_modifies: int | None
+    ovs_send_error_lines: int | None
+    group0_switches: list
+    group0_accepted_mbps: dict      # switch -> Mb/s delivered to its hosts, after the warm-up
+    group0_global_tx_mbytes: dict   # "switch:port" -> MB sent on group 0's global ports
+    p_samples: list                 # [(t s, switch, port, P %)], every agent port, once a second
+    group0_p_median: dict           # "switch:port" -> median P after the warm-up (group 0)
+    csv: str
+    p_csv: str | None
+    settings: dict                  # FabricNet.settings(): what the fabric ran with
+    wall_s: float = 0.0
+
+    def stats(self):
+        return measure.flow_stats(self.per_flow_mbps)
+
+    def to_json(self):
+        return dict(self.stats(), seed=self.seed, csv=self.csv, p_csv=self.p_csv,
+                    wall_s=self.wall_s, errors=self.errors, timings=self.timings,
+                    cnms_generated=self.cnms_generated, group_modifies=self.group_modifies,
+                    ovs_send_error_lines=self.ovs_send_error_lines,
+                    per_flow_mbps={k: round(v, 4) for k, v in self.per_flow_mbps.items()})
+
+
+@dataclass
+class ModeResult:
+    mode: str
+    definition: dict                # modes.Mode.as_dict() as run (after --program)
+    runs: list = field(default_factory=list)  # [RunResult], one per repeat
+
+    def medians(self):
+        stats = [r.stats() for r in self.runs]
+        return {k: round(statistics.median(s[k] for s in stats if s.get(k) is not None), 4)
+                if any(s.get(k) is not None for s in stats) else None for k in MEDIAN_KEYS}
+
+    def settings(self):
+        """The mode's definition and, from its first run, the configs in force."""
+        first = self.runs[0].settings if self.runs else {}
+        return {"mode": self.definition, "controller": first.get("controller"),
+                "agent": first.get("agent"), "env": first.get("env", {})}
+
+    def to_json(self):
+        r0 = self.runs[0]
+        out = self.medians()
+        out.update({
+            "flows": r0.stats()["flows"],
+            "runs": [r.to_json() for r in self.runs],
+            "cnms_generated": r0.cnms_generated, "group_modifies": r0.group_modifies,
+            "group0_accepted_mbps": {k: round(v, 3) for k, v in r0.group0_accepted_mbps.items()},
+            # Bytes each global port of group 0 sent (run 0): where the buckets put the traffic.
+            "group0_global_tx_mbytes": r0.group0_global_tx_mbytes,
+            "group0_p_median": r0.group0_p_median,
+            "settings": self.settings(),
+        })
+        return out
+
+
+@dataclass
+class Summary:
+    topology: str
+    traffic: str
+    duration_s: int
+    warmup_s: float
+    seed: int
+    repeat: int
+    streams_per_flow: int
+    tcp_cc: str
+    link_rates_mbps: dict
+    modes: dict = field(default_factory=dict)  # mode name -> ModeResult
+
+    def to_json(self):
+        return {"topology": self.topology, "traffic": self.traffic,
+                "duration_s": self.duration_s, "warmup_s": self.warmup_s, "seed": self.seed,
+                "repeat": self.repeat, "streams_per_flow": self.streams_per_flow,
+                "tcp_cc": self.tcp_cc, "link_rates_mbps": self.link_rates_mbps,
+                "modes": {name: m.to_json() for name, m in self.modes.items()}}
