@@ -294,7 +294,7 @@ pub fn host_group(mac: MacAddr) -> Option<u16> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use fabricflow_proto::openflow::oxm::Match;
 
@@ -310,7 +310,8 @@ mod tests {
         }
     }
 
-    fn flow(table: u8, cookie: u64, m: Match, actions: Vec<Action>) -> FlowStats {
+    /// A plan flow as a FLOW_STATS dump shows it (shared by the agent's tests).
+    pub(crate) fn flow(table: u8, cookie: u64, m: Match, actions: Vec<Action>) -> FlowStats {
         FlowStats {
             table_id: table,
             duration_sec: 0,

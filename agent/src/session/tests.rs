@@ -3,7 +3,6 @@
 use super::*;
 use fabricflow_proto::cnm::Cpid;
 use fabricflow_proto::openflow::group::{Bucket, GroupType};
-use fabricflow_proto::openflow::instruction::Instruction;
 use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc};
 use fabricflow_proto::openflow::oxm::{Match, OxmField};
 use fabricflow_proto::openflow::packet::{PacketInReason, OFP_NO_BUFFER};
@@ -74,22 +73,12 @@ fn plan_groups() -> Vec<GroupDesc> {
 }
 
 fn plan_flows() -> Vec<FlowStats> {
-    let flow = |table: u8, actions: Vec<Action>| FlowStats {
-        table_id: table,
-        duration_sec: 0,
-        duration_nsec: 0,
-        priority: 100,
-        idle_timeout: 0,
-        hard_timeout: 0,
-        flags: 0,
-        cookie: PlanConventions::default().cookie,
-        packet_count: 0,
-        byte_count: 0,
-        r#match: Match::new().with(OxmField::EthDst {
+    let flow = |table: u8, actions: Vec<Action>| {
+        let m = Match::new().with(OxmField::EthDst {
             value: "02:00:00:07:00:00".parse().unwrap(),
             mask: Some("ff:ff:ff:ff:00:00".parse().unwrap()),
-        }),
-        instructions: vec![Instruction::ApplyActions(actions)],
+        });
+        crate::plan::tests::flow(table, PlanConventions::default().cookie, m, actions)
     };
     let mut host = flow(1, out(1));
     host.r#match = Match::new().with(OxmField::EthDst {

@@ -4,7 +4,6 @@ use super::*;
 use crate::plan::PlanConventions;
 use fabricflow_proto::openflow::action::Action;
 use fabricflow_proto::openflow::group::{Bucket, GroupType};
-use fabricflow_proto::openflow::instruction::Instruction;
 use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc};
 use fabricflow_proto::openflow::oxm::{Match, OxmField};
 
@@ -19,23 +18,11 @@ fn mac(s: &str) -> MacAddr {
 }
 
 fn flow(table: u8, dst: &str, mask: Option<&str>, actions: Vec<Action>) -> FlowStats {
-    FlowStats {
-        table_id: table,
-        duration_sec: 0,
-        duration_nsec: 0,
-        priority: 100,
-        idle_timeout: 0,
-        hard_timeout: 0,
-        flags: 0,
-        cookie: PlanConventions::default().cookie,
-        packet_count: 0,
-        byte_count: 0,
-        r#match: Match::new().with(OxmField::EthDst {
-            value: mac(dst),
-            mask: mask.map(mac),
-        }),
-        instructions: vec![Instruction::ApplyActions(actions)],
-    }
+    let m = Match::new().with(OxmField::EthDst {
+        value: mac(dst),
+        mask: mask.map(mac),
+    });
+    crate::plan::tests::flow(table, PlanConventions::default().cookie, m, actions)
 }
 
 /// A switch of group 1 with host 02:00:00:01:00:01 on port 1, fabric ports 3 and 4; group 7 is

@@ -323,12 +323,6 @@ impl<T> Channel<T> {
         self.push_out(msg);
     }
 
-    /// Forgets every request and command: their answers become unsolicited messages.
-    pub fn forget_pending(&mut self) {
-        self.pending.clear();
-        self.unanswered.clear();
-    }
-
     /// Closes the channel (the owner's own reason, e.g. [`CloseReason::Timeout`]).
     pub fn close(&mut self, reason: CloseReason) {
         if self.phase == Phase::Closed {
