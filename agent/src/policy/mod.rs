@@ -496,29 +496,29 @@ impl Policy {
     }
 
     fn increase(&mut self, i: usize, port: PortNo, n: u64, cause: Cause, out: &mut Effects) {
-        let Some(st) = self.state.get_mut(i) else {
-            return;
-        };
         self.counters.increases = self.counters.increases.saturating_add(n);
-        let old = st.p;
-        st.p = self.rates.increase(old, n);
-        if st.p != old {
-            out.push(PChange {
-                port,
-                old_percent: old,
-                new_percent: st.p,
-                cause,
-            });
-        }
+        self.change(i, port, cause, out, |rates, p| rates.increase(p, n));
     }
 
     fn decrease(&mut self, i: usize, port: PortNo, amount: f64, cause: Cause, out: &mut Effects) {
+        self.counters.decreases += 1;
+        self.change(i, port, cause, out, |rates, p| rates.decrease(p, amount));
+    }
+
+    /// Applies `step` to port `i`'s P and reports the change, if any.
+    fn change(
+        &mut self,
+        i: usize,
+        port: PortNo,
+        cause: Cause,
+        out: &mut Effects,
+        step: impl FnOnce(&Rates, f64) -> f64,
+    ) {
         let Some(st) = self.state.get_mut(i) else {
             return;
         };
-        self.counters.decreases += 1;
         let old = st.p;
-        st.p = self.rates.decrease(old, amount);
+        st.p = step(&self.rates, old);
         if st.p != old {
             out.push(PChange {
                 port,

@@ -54,7 +54,25 @@ impl Target {
             anyhow::bail!("switch target {s:?}: expected unix:PATH or tcp:HOST:PORT")
         }
     }
+
+    /// One connection to the switch, whichever the transport.
+    async fn connect(&self) -> std::io::Result<Box<dyn Stream>> {
+        Ok(match self {
+            Target::Unix(p) => Box::new(tokio::net::UnixStream::connect(p).await?),
+            Target::Tcp(a) => {
+                let s = tokio::net::TcpStream::connect(a).await?;
+                // OpenFlow messages are small and latency-bound (a CNM's GROUP_MOD); a
+                // socket that refuses the option still works.
+                let _ = s.set_nodelay(true);
+                Box::new(s)
+            }
+        })
+    }
 }
+
+/// A byte stream to a switch.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
 /// Serves one switch until `stop` turns true.
 pub async fn run_switch(
@@ -77,46 +95,24 @@ pub async fn run_switch(
         if *stop.borrow() {
             break;
         }
-        let result = match &target {
-            Target::Unix(p) => match tokio::net::UnixStream::connect(p).await {
-                Ok(s) => {
-                    tracing::info!(switch = %name, target = %target_text, "connected");
-                    backoff = min;
-                    serve(
-                        s,
-                        &name,
-                        &cfg,
-                        &mut session,
-                        &reg,
-                        &mut stop,
-                        &cnm_tx,
-                        &mut cnm_rx,
-                        &mut cp,
-                    )
-                    .await
-                }
-                Err(e) => Err(anyhow::Error::from(e)),
-            },
-            Target::Tcp(a) => match tokio::net::TcpStream::connect(a).await {
-                Ok(s) => {
-                    let _ = s.set_nodelay(true);
-                    tracing::info!(switch = %name, target = %target_text, "connected");
-                    backoff = min;
-                    serve(
-                        s,
-                        &name,
-                        &cfg,
-                        &mut session,
-                        &reg,
-                        &mut stop,
-                        &cnm_tx,
-                        &mut cnm_rx,
-                        &mut cp,
-                    )
-                    .await
-                }
-                Err(e) => Err(anyhow::Error::from(e)),
-            },
+        let result = match target.connect().await {
+            Ok(s) => {
+                tracing::info!(switch = %name, target = %target_text, "connected");
+                backoff = min;
+                serve(
+                    s,
+                    &name,
+                    &cfg,
+                    &mut session,
+                    &reg,
+                    &mut stop,
+                    &cnm_tx,
+                    &mut cnm_rx,
+                    &mut cp,
+                )
+                .await
+            }
+            Err(e) => Err(anyhow::Error::from(e)),
         };
         session.on_disconnected();
         publish(&reg, &name, |v| v.session = session.status());
