@@ -16,16 +16,16 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use common::{http_get, init_logs, sh, skip, wait_for, COOKIE};
+use common::{http_get, init_logs, skip, wait_for, COOKIE};
 use fabricflow_controller::config::Config;
 use fabricflow_controller::export::{export, LinkExport, TopologyExport};
 use fabricflow_controller::planner::FabricPlanner;
 use fabricflow_controller::service::Controller;
 use fabricflow_controller::{ofctl, Addressing, Fabric, Link, Plan, PlanOptions, TopologySpec};
+use fabricflow_testkit::ovs::{Bridge, Host};
 
 const SPEC: &str = "dragonfly:p=1,a=2,h=1";
 
@@ -33,118 +33,45 @@ const SPEC: &str = "dragonfly:p=1,a=2,h=1";
 /// namespace per host (a veth into its switch's host port). Everything is deleted on drop.
 struct Testbed {
     topo: TopologyExport,
-    /// Prefix of every name (`ff` + pid), so parallel runs do not collide.
-    tag: String,
-    /// Bridge name per switch, in `topo.switches` order.
-    bridges: Vec<String>,
-    /// Namespace name per host, in `topo.hosts` order.
-    namespaces: Vec<String>,
-    /// Switch-side veth per host.
-    veths: Vec<String>,
+    /// Per switch, in `topo.switches` order.
+    bridges: Vec<Bridge>,
+    /// Per host, in `topo.hosts` order.
+    hosts: Vec<Host>,
 }
 
 impl Testbed {
     fn create(fabric: &Fabric) -> Testbed {
         let topo = export(fabric, &Addressing::default()).unwrap();
+        // `ff` + pid: parallel runs do not collide.
         let tag = format!("ffd{}", std::process::id() % 10_000);
-        let names: Vec<String> = topo.switches.iter().map(|s| s.name.clone()).collect();
-        let sw_index = |name: &str| names.iter().position(|s| s == name).unwrap();
-        let bridges: Vec<String> = (0..topo.switches.len())
-            .map(|i| format!("{tag}b{i}"))
+        let bridges: Vec<Bridge> = topo
+            .switches
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let dpid = u64::from_str_radix(&s.dpid, 16).unwrap();
+                Bridge::create(&format!("{tag}b{i}"), dpid, &[])
+            })
             .collect();
-        let namespaces: Vec<String> = (0..topo.hosts.len())
-            .map(|i| format!("{tag}n{i}"))
-            .collect();
-        let veths: Vec<String> = (0..topo.hosts.len())
-            .map(|i| format!("{tag}v{i}"))
-            .collect();
-        let bed = Testbed {
+        let mut bed = Testbed {
             topo,
-            tag: tag.clone(),
             bridges,
-            namespaces,
-            veths,
+            hosts: Vec::new(),
         };
-        bed.cleanup(); // leftovers of a crashed run with the same pid
-        for (s, br) in bed.topo.switches.iter().zip(&bed.bridges) {
-            assert!(br.len() <= 15);
-            sh(
-                "ovs-vsctl",
-                &[
-                    "add-br",
-                    br,
-                    "--",
-                    "set",
-                    "bridge",
-                    br,
-                    "datapath_type=netdev",
-                    "protocols=OpenFlow13",
-                    "fail-mode=secure",
-                    &format!("other-config:datapath-id={}", s.dpid),
-                    "other-config:disable-in-band=true",
-                ],
-            );
-        }
         for l in &bed.topo.links {
             bed.patch_link(l, true);
         }
-        for (i, h) in bed.topo.hosts.iter().enumerate() {
-            let (ns, veth) = (&bed.namespaces[i], &bed.veths[i]);
-            let inner = format!("{tag}h{i}");
-            sh("ip", &["netns", "add", ns]);
-            sh(
-                "ip",
-                &[
-                    "link", "add", veth, "type", "veth", "peer", "name", &inner, "netns", ns,
-                ],
-            );
-            sh("ip", &["link", "set", veth, "up"]);
-            let nsx = |args: &[&str]| {
-                let mut v = vec!["netns", "exec", ns.as_str()];
-                v.extend_from_slice(args);
-                sh("ip", &v)
-            };
-            nsx(&["ip", "link", "set", &inner, "address", &h.mac]);
-            nsx(&["ip", "addr", "add", &format!("{}/8", h.ip), "dev", &inner]);
-            nsx(&["ip", "link", "set", &inner, "up"]);
-            nsx(&["ip", "link", "set", "lo", "up"]);
-            // Checksums in software: the userspace datapath does not complete offloaded ones.
-            let _ = Command::new("ip")
-                .args(["netns", "exec", ns, "ethtool", "-K", &inner, "tx", "off"])
-                .output();
-            let br = &bed.bridges[sw_index(&h.switch)];
-            sh(
-                "ovs-vsctl",
-                &[
-                    "add-port",
-                    br,
-                    veth,
-                    "--",
-                    "set",
-                    "interface",
-                    veth,
-                    &format!("ofport_request={}", h.port),
-                ],
-            );
-        }
+        let hosts = (bed.topo.hosts.iter().enumerate())
+            .map(|(i, h)| {
+                let br = bed.bridge_of(&h.switch);
+                Host::create(&format!("{tag}n{i}"), br, h.port, &h.mac, &h.ip)
+            })
+            .collect();
+        bed.hosts = hosts;
         bed
     }
 
-    fn cleanup(&self) {
-        for br in &self.bridges {
-            let _ = Command::new("ovs-vsctl")
-                .args(["--if-exists", "del-br", br])
-                .output();
-        }
-        for v in &self.veths {
-            let _ = Command::new("ip").args(["link", "del", v]).output();
-        }
-        for ns in &self.namespaces {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
-    }
-
-    fn bridge_of(&self, switch: &str) -> &str {
+    fn bridge_of(&self, switch: &str) -> &Bridge {
         let i = self
             .topo
             .switches
@@ -157,34 +84,20 @@ impl Testbed {
     /// Points every bridge at `target` (reconnect back-off at most 1 s).
     fn set_controller(&self, target: &str) {
         for br in &self.bridges {
-            sh("ovs-vsctl", &["set-controller", br, target]);
-            let uuid = sh("ovs-vsctl", &["get", "bridge", br, "controller"]);
-            let uuid = uuid.trim().trim_matches(['[', ']']).trim();
-            sh(
-                "ovs-vsctl",
-                &["set", "controller", uuid, "max_backoff=1000"],
-            );
+            br.set_controllers(&[target.to_owned()]);
         }
     }
 
     /// Whether OVS reports any bridge connected to its controller.
     fn any_connected(&self) -> bool {
-        self.bridges.iter().any(|br| {
-            let uuid = sh("ovs-vsctl", &["get", "bridge", br, "controller"]);
-            let uuid = uuid.trim().trim_matches(['[', ']']).trim().to_string();
-            sh("ovs-vsctl", &["get", "controller", &uuid, "is_connected"]).trim() == "true"
-        })
-    }
-
-    fn ofctl(&self, br: &str, what: &str) -> String {
-        sh("ovs-ofctl", &["-O", "OpenFlow13", "--no-stats", what, br])
+        self.bridges.iter().any(Bridge::is_connected)
     }
 
     /// The controller's flows on `br`, normalised and sorted.
-    fn flows(&self, br: &str) -> Vec<String> {
+    fn flows(&self, br: &Bridge) -> Vec<String> {
         let cookie = format!("cookie={COOKIE:#x}");
-        let mut v: Vec<String> = self
-            .ofctl(br, "dump-flows")
+        let mut v: Vec<String> = br
+            .ofctl(&["--no-stats", "dump-flows", br.name()])
             .lines()
             .filter(|l| l.contains(&cookie))
             .filter_map(ofctl::normalize_flow_line)
@@ -194,9 +107,9 @@ impl Testbed {
     }
 
     /// Every group on `br`, normalised and sorted.
-    fn groups(&self, br: &str) -> Vec<String> {
-        let mut v: Vec<String> = self
-            .ofctl(br, "dump-groups")
+    fn groups(&self, br: &Bridge) -> Vec<String> {
+        let mut v: Vec<String> = br
+            .ofctl(&["--no-stats", "dump-groups", br.name()])
             .lines()
             .filter_map(ofctl::normalize_group_line)
             .collect();
@@ -238,36 +151,6 @@ impl Testbed {
         out
     }
 
-    /// `count` pings from host `a` to host `b`; how many were answered.
-    fn ping(&self, a: usize, b: usize, count: u32) -> u32 {
-        let out = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.namespaces[a],
-                "ping",
-                "-n",
-                "-q",
-                "-c",
-                &count.to_string(),
-                "-i",
-                "0.05",
-                "-W",
-                "1",
-                &self.topo.hosts[b].ip,
-            ])
-            .output()
-            .unwrap();
-        // "3 packets transmitted, 3 received, 0% packet loss, time 102ms"
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .find_map(|l| {
-                let (_, rest) = l.split_once(" transmitted, ")?;
-                rest.split_once(" received")?.0.parse().ok()
-            })
-            .unwrap_or(0)
-    }
-
     /// Pings every ordered host pair: a first packet (retried once: it may wait for ARP), then
     /// a burst that must lose nothing. Returns the pairs that failed, with what they got.
     ///
@@ -287,8 +170,9 @@ impl Testbed {
                     s.spawn(move || {
                         let mut bad = Vec::new();
                         for b in (0..n).filter(|&b| b != a) {
-                            let first = self.ping(a, b, 1) == 1 || self.ping(a, b, 1) == 1;
-                            let mut got = self.ping(a, b, BURST);
+                            let first = self.hosts[a].ping(&self.topo.hosts[b].ip, 1) == 1
+                                || self.hosts[a].ping(&self.topo.hosts[b].ip, 1) == 1;
+                            let mut got = self.hosts[a].ping(&self.topo.hosts[b].ip, BURST);
                             for _ in 0..BURST_RETRIES {
                                 if !first || got == BURST {
                                     break;
@@ -299,7 +183,7 @@ impl Testbed {
                                 );
                                 // Back off so a neighbour's burst of traffic can pass.
                                 std::thread::sleep(std::time::Duration::from_millis(500));
-                                got = self.ping(a, b, BURST);
+                                got = self.hosts[a].ping(&self.topo.hosts[b].ip, BURST);
                             }
                             if !first || got != BURST {
                                 bad.push(format!(
@@ -330,65 +214,14 @@ impl Testbed {
         self.patch_link(l, up);
     }
 
-    /// Adds (`up`) or deletes the patch ports at both ends of `l`. Deleting is how a patch link
-    /// goes down: `ovs-ofctl mod-port … down` has no effect on patch ports in OVS 3.1 (their
-    /// config stays 0 and no PORT_STATUS is sent).
+    /// Adds (`up`) or deletes the patch ports at both ends of `l`.
     fn patch_link(&self, l: &LinkExport, up: bool) {
-        let patch = |sw: &str, p: u32| {
-            let i = self
-                .topo
-                .switches
-                .iter()
-                .position(|s| s.name == sw)
-                .unwrap();
-            format!("{}p{i}{p}", self.tag)
-        };
-        let (pa, pb) = (patch(&l.a, l.a_port), patch(&l.b, l.b_port));
-        let (ba, bb) = (self.bridge_of(&l.a), self.bridge_of(&l.b));
-        if !up {
-            sh(
-                "ovs-vsctl",
-                &["del-port", ba, &pa, "--", "del-port", bb, &pb],
-            );
-            return;
+        let (a, b) = (self.bridge_of(&l.a), self.bridge_of(&l.b));
+        if up {
+            a.patch(l.a_port, b, l.b_port);
+        } else {
+            a.unpatch(l.a_port, b, l.b_port);
         }
-        let (ra, rb) = (
-            format!("ofport_request={}", l.a_port),
-            format!("ofport_request={}", l.b_port),
-        );
-        let (peer_a, peer_b) = (format!("options:peer={pb}"), format!("options:peer={pa}"));
-        sh(
-            "ovs-vsctl",
-            &[
-                "add-port",
-                ba,
-                &pa,
-                "--",
-                "set",
-                "interface",
-                &pa,
-                "type=patch",
-                &peer_a,
-                &ra,
-                "--",
-                "add-port",
-                bb,
-                &pb,
-                "--",
-                "set",
-                "interface",
-                &pb,
-                "type=patch",
-                &peer_b,
-                &rb,
-            ],
-        );
-    }
-}
-
-impl Drop for Testbed {
-    fn drop(&mut self) {
-        self.cleanup();
     }
 }
 
@@ -581,10 +414,10 @@ async fn dragonfly_planner_on_ovs_end_to_end() {
         b.weight = w;
     }
     let line = ofctl::group_line(&grp);
-    let br = bed.bridge_of("g0s0").to_string();
-    sh("ovs-ofctl", &["-O", "OpenFlow13", "mod-group", &br, &line]);
+    let br = bed.bridge_of("g0s0");
+    br.ofctl(&["mod-group", br.name(), &line]);
     let want = ofctl::normalize_group_line(&line).unwrap();
-    assert!(bed.groups(&br).contains(&want), "{:?}", bed.groups(&br));
+    assert!(bed.groups(br).contains(&want), "{:?}", bed.groups(br));
     c.shutdown().await;
     let c = Controller::start(config(port), planner.clone())
         .await
@@ -597,9 +430,9 @@ async fn dragonfly_planner_on_ovs_end_to_end() {
     assert!(wait_for(10, || api_links_up(&c)).await, "links up by LLDP");
     assert_eq!(mods(&c), (0, 0), "weights are the agent's: nothing sent");
     assert!(
-        bed.groups(&br).contains(&want),
+        bed.groups(br).contains(&want),
         "weights kept: {:?}",
-        bed.groups(&br)
+        bed.groups(br)
     );
     let failed = tokio::task::block_in_place(|| bed.all_pairs_ping());
     assert!(failed.is_empty(), "pings failed: {failed:?}");

@@ -171,8 +171,7 @@ async fn connect_sync_restart_delta_and_link_failure() {
     );
 
     // Link down (several PORT_STATUS from OVS): both ends lose the bucket, third switch untouched.
-    let patch = format!("{}r", line.bridges[0].name());
-    sh("ovs-vsctl", &["del-port", line.bridges[0].name(), &patch]);
+    line.bridges[0].unpatch(3, &line.bridges[1], 2);
     assert!(
         wait_for(10, || line.groups(1).iter().any(|g| g
             .starts_with("group_id=1000")
@@ -187,22 +186,7 @@ async fn connect_sync_restart_delta_and_link_failure() {
     assert!(links.contains("\"down\""), "{links}");
     assert_eq!(c.shared.plan().failed.len(), 1);
     // Back up: structure restored (weights from the plan for the rebuilt group).
-    let peer = format!("options:peer={}l", line.bridges[1].name());
-    sh(
-        "ovs-vsctl",
-        &[
-            "add-port",
-            line.bridges[0].name(),
-            &patch,
-            "--",
-            "set",
-            "interface",
-            &patch,
-            "type=patch",
-            &peer,
-            "ofport_request=3",
-        ],
-    );
+    line.bridges[0].patch(3, &line.bridges[1], 2);
     assert!(
         wait_for(10, || line.groups(1).iter().any(|g| g
             .starts_with("group_id=1000")
