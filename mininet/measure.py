@@ -171,3 +171,45 @@ def global_tx_mbytes(fn, switches):
                 except OSError:
                     out[f"{sw}:{port}"] = None
     return dict(sorted(out.items()))
+
+
+class CpuMeter:
+    """CPU time of the processes that forward and measure: ovs-vswitchd (every bridge's
+    userspace datapath) and the controller and agent this FabricNet started, as % of one core
+    over the metered window (all threads; /proc/PID/stat utime + stime). What an emulation or a
+    probe costs the machine, side by side with the throughput it let through."""
+
+    def __init__(self, fn):
+        import os
+        import subprocess
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self.pids = {}
+        out = subprocess.run(["pidof", "ovs-vswitchd"], capture_output=True, text=True).stdout
+        if out.split():
+            self.pids["ovs-vswitchd"] = int(out.split()[0])
+        for p in fn.procs:
+            name = os.path.basename(str(p.args[0])) if isinstance(p.args, list) else ""
+            if name.startswith("fabricflow-") and p.poll() is None:
+                self.pids[name.removeprefix("fabricflow-")] = p.pid
+        self._start = self._read()
+
+    def _cpu_s(self, pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                # The command may hold spaces: the fields after it follow the last ")".
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / self._tick
+
+    def _read(self):
+        return time.monotonic(), {k: self._cpu_s(pid) for k, pid in self.pids.items()}
+
+    def percent(self):
+        """{process: % of one core} since construction."""
+        t0, c0 = self._start
+        t1, c1 = self._read()
+        dt = max(t1 - t0, 1e-9)
+        return {k: round(100.0 * (c1[k] - c0[k]) / dt, 1) for k in self.pids
+                if c0.get(k) is not None and c1.get(k) is not None}
+

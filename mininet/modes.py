@@ -70,6 +70,14 @@ MODES = {m.name: m for m in (
     Mode("qcnsw-combined-nocensus",
          "qcnsw-combined with the source census off (cp.min_sources = 1)",
          program="controller", agent_variant="combined", agent={"cp.min_sources": 1}),
+    # The cost of the emulated CP, side by side (mininet/README.md "Cost of the emulated CP"):
+    # the agent without it, and with it sampling every port but never congested enough to fire.
+    Mode("qcnsw-combined-cpoff", "qcnsw-combined with the emulated CP off: the agent, no CNMs",
+         program="controller", agent_variant="combined",
+         agent={"runtime.emulated_cp.enabled": False}),
+    Mode("qcnsw-combined-cpidle",
+         "qcnsw-combined with the emulated CP sampling but unable to fire (Qeq 100 MB)",
+         program="controller", agent_variant="combined", agent={"cp.qeq_bytes": 100_000_000}),
 )}
 
 

@@ -34,6 +34,8 @@ class RunResult:
     p_csv: str | None
     settings: dict                  # FabricNet.settings(): what the fabric ran with
     wall_s: float = 0.0
+    # % of one core over the traffic: ovs-vswitchd and the controller/agent (measure.CpuMeter).
+    cpu_percent: dict = field(default_factory=dict)
 
     def stats(self):
         return measure.flow_stats(self.per_flow_mbps)
@@ -42,7 +44,7 @@ class RunResult:
         return dict(self.stats(), seed=self.seed, csv=self.csv, p_csv=self.p_csv,
                     wall_s=self.wall_s, errors=self.errors, timings=self.timings,
                     cnms_generated=self.cnms_generated, group_modifies=self.group_modifies,
-                    ovs_send_error_lines=self.ovs_send_error_lines,
+                    ovs_send_error_lines=self.ovs_send_error_lines, cpu_percent=self.cpu_percent,
                     per_flow_mbps={k: round(v, 4) for k, v in self.per_flow_mbps.items()})
 
 
@@ -56,6 +58,12 @@ class ModeResult:
         stats = [r.stats() for r in self.runs]
         return {k: round(statistics.median(s[k] for s in stats if s.get(k) is not None), 4)
                 if any(s.get(k) is not None for s in stats) else None for k in MEDIAN_KEYS}
+
+    def cpu_medians(self):
+        """{process: median % of one core over the repeats}."""
+        names = {k for r in self.runs for k in r.cpu_percent}
+        return {k: round(statistics.median(r.cpu_percent[k] for r in self.runs
+                                           if k in r.cpu_percent), 1) for k in sorted(names)}
 
     def settings(self):
         """The mode's definition and, from its first run, the configs in force."""
@@ -75,6 +83,7 @@ class ModeResult:
             "group0_global_tx_mbytes": r0.group0_global_tx_mbytes,
             "group0_p_median": r0.group0_p_median,
             "settings": self.settings(),
+            "cpu_percent": self.cpu_medians(),
         })
         return out
 

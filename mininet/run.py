@@ -70,8 +70,10 @@ def run_one(args, rates, mode, rep, outdir):
         group0 = [sw["name"] for sw in fn.fabric.switches if sw["group"] == 0]
         sampler = measure.SwitchSampler(fn)
         log_at = ovs_log_size()
+        cpu = measure.CpuMeter(fn)
         files = traffic.run_iperf(fn, flows, args.duration, fn.tmp / "iperf",
                                   streams=args.streams, on_tick=sampler.sample, cc=args.tcp_cc)
+        cpu_percent = cpu.percent()
         send_errors = ovs_send_errors_since(log_at)
         if send_errors:
             print(f"   warning: ovs-vswitchd logged {send_errors} 'error sending' lines: it dropped "
@@ -126,7 +128,8 @@ def run_one(args, rates, mode, rep, outdir):
         # Median P over the steady window per (group-0 switch, port): where QCN-SW settled.
         group0_p_median={f"{sw}:{port}": round(statistics.median(v), 1)
                          for (sw, port), v in _p_window(p_series, args, group0).items()},
-        csv=str(csv_path), p_csv=str(p_csv) if p_csv else None, settings=settings)
+        csv=str(csv_path), p_csv=str(p_csv) if p_csv else None, settings=settings,
+        cpu_percent=cpu_percent)
 
 
 def _p_window(p_series, args, switches):
@@ -211,15 +214,18 @@ def print_table(summary):
           f"TCP {summary.get('tcp_cc', '?')}")
     w = max([16] + [len(m) + 2 for m in summary["modes"]])
     hdr = f"{'mode':<{w}}{'flows':>6}{'aggr Mb/s':>11}{'min':>8}{'median':>8}{'max':>8}" \
-          f"{'Jain':>7}{'CNMs':>7}{'MODs':>7}"
+          f"{'Jain':>7}{'CNMs':>7}{'MODs':>7}{'vswitchd%':>10}{'agent%':>7}"
     print(hdr)
     print("-" * len(hdr))
     for mode, s in summary["modes"].items():
+        cpu = s.get("cpu_percent", {})
+
         def f(v, w, p=2):
             return f"{'-':>{w}}" if v is None else f"{v:>{w}.{p}f}"
         print(f"{mode:<{w}}{s['flows']:>6}{f(s['aggregate_mbps'], 11)}{f(s['flow_min_mbps'], 8)}"
               f"{f(s['flow_median_mbps'], 8)}{f(s['flow_max_mbps'], 8)}{f(s['jain'], 7, 3)}"
-              f"{f(s['cnms_generated'], 7, 0)}{f(s['group_modifies'], 7, 0)}")
+              f"{f(s['cnms_generated'], 7, 0)}{f(s['group_modifies'], 7, 0)}"
+              f"{f(cpu.get('ovs-vswitchd'), 10, 0)}{f(cpu.get('agent'), 7, 0)}")
 
 
 if __name__ == "__main__":

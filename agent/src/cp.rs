@@ -176,6 +176,12 @@ impl CongestionPoint {
         fb
     }
 
+    /// The nominal (not randomised) interval the last sample set: what a pre-sampler sizes
+    /// itself to ([`presample_divisor`]).
+    pub fn nominal_interval_bytes(&self) -> u64 {
+        sampling_interval_bytes(&self.cfg, self.last.map_or(0, |f| f.qntz_fb))
+    }
+
     /// Octets still to be enqueued before the next sample.
     pub fn until_sample_bytes(&self) -> u64 {
         self.until_sample_bytes
@@ -199,6 +205,26 @@ impl CongestionPoint {
 
 /// Frames shorter than this are not data (TCP ACKs, ARP): they do not make a host a source.
 pub const CENSUS_MIN_FRAME_BYTES: u64 = 512;
+
+/// A full Ethernet frame (1500-octet MTU), the unit a pre-sampler sizes its divisor in.
+pub const FULL_FRAME_BYTES: u64 = 1514;
+
+/// The largest pre-sampling divisor: beyond it a sample would wait on too few frames for the
+/// scaled byte count to track the interval on a lightly loaded port.
+pub const MAX_PRESAMPLE_DIVISOR: u32 = 64;
+
+/// How many data frames a pre-sampler (the emulated CP's kernel filter) passes one of, on
+/// average, for a sampling interval of `interval_bytes`: about two full frames per interval, so
+/// a sample is still taken within a frame or two of where counting every frame would take it;
+/// 1 (every frame) once the interval is shorter than two full frames. Each frame passed then
+/// counts for `divisor` times its length: the expected byte count, hence the sampling rate, is
+/// that of counting every frame.
+pub fn presample_divisor(interval_bytes: u64) -> u32 {
+    let n = interval_bytes / (2 * FULL_FRAME_BYTES);
+    u32::try_from(n)
+        .unwrap_or(u32::MAX)
+        .clamp(1, MAX_PRESAMPLE_DIVISOR)
+}
 
 /// The hosts that recently sent data through one port (`cp.min_sources`): the oversubscription
 /// a full queue alone does not show. Time is the caller's, in µs.
@@ -271,6 +297,28 @@ mod tests {
 
     fn std_cfg() -> CpConfig {
         CpConfig::default()
+    }
+
+    #[test]
+    fn presample_divisor_keeps_two_full_frames_per_interval() {
+        assert_eq!(presample_divisor(0), 1);
+        assert_eq!(presample_divisor(2 * FULL_FRAME_BYTES - 1), 1);
+        assert_eq!(presample_divisor(2 * FULL_FRAME_BYTES), 1);
+        assert_eq!(presample_divisor(4 * FULL_FRAME_BYTES), 2);
+        // The harness's base (10 full frames) and 802.1Qau's (150 KB) at QntzFb < 8.
+        assert_eq!(presample_divisor(15_140), 5);
+        assert_eq!(presample_divisor(150_000), 49);
+        assert_eq!(presample_divisor(u64::MAX), MAX_PRESAMPLE_DIVISOR);
+    }
+
+    #[test]
+    fn nominal_interval_follows_the_last_sample() {
+        let mut cp = CongestionPoint::new(std_cfg(), MID).unwrap();
+        assert_eq!(cp.nominal_interval_bytes(), 150_000);
+        cp.sample(400_000, MID); // QntzFb 63
+        assert_eq!(cp.nominal_interval_bytes(), 18_500);
+        cp.sample(0, MID);
+        assert_eq!(cp.nominal_interval_bytes(), 150_000);
     }
 
     #[test]

@@ -8,27 +8,28 @@
 //!   180 fabric ports) 180 000 requests/s. Every `queue_poll_period` it also refreshes the
 //!   backlog gauge of every port (metrics, API);
 //! - it receives transmitted frames from one `AF_PACKET` socket (ETH_P_ALL) per fabric port,
-//!   bound to the port's interface ([`port_socket`]), drained every `batch_period`, and keeps
-//!   those with `sll_pkttype == PACKET_OUTGOING`. Every such frame counts towards that port's
-//!   [`CongestionPoint`] sampling interval; the sampled frame gets a CNM when Fb < 0 — if it is
-//!   a culprit: a frame from a host (source MAC in the `02:00` plan) that is not itself a CNM —
-//!   and, with `cp.min_sources` > 1, if the port's [`SourceCensus`] admits it (enough distinct
-//!   hosts sent data through the port lately);
+//!   bound to the port's interface ([`port_socket`]), drained every `batch_period`. The
+//!   socket's classic BPF filter ([`data_sample_on`]) passes only *data* frames transmitted on
+//!   that interface, and of those only one in `divisor`, drawn with the kernel's random number:
+//!   the CP needs one sample per sampling interval (tens of frames at low feedback), not every
+//!   frame, and a frame the filter drops is never queued, woken for or copied. `divisor`
+//!   ([`crate::cp::presample_divisor`]) keeps about two passed frames per nominal interval, and
+//!   each passed frame counts for `divisor` times its length, so the expected byte count — hence
+//!   the sampling rate — is that of counting every data frame; the filter is replaced when a
+//!   sample changes the interval. The sampled frame gets a CNM when Fb < 0 — if it is a culprit:
+//!   a frame from a host (source MAC in the `02:00` plan) — and, with `cp.min_sources` > 1, if
+//!   the port's [`SourceCensus`] admits it (enough distinct hosts among the frames passed lately);
 //! - the CNM (`Cnm::for_sampled_frame`, SA = switch MAC, CPID = switch MAC + port) goes to the
 //!   switch task, which injects it with PACKET_OUT and charges source processing.
 //!
-//! Each packet socket carries a classic BPF filter ([`outgoing_on`], attached with socket2's
-//! safe `attach_filter`) that passes only frames *transmitted* on its interface. History, since
-//! every frame the CP looks at costs the switch's forwarding thread (on OVS's userspace datapath
-//! the one thread that forwards every packet): unfiltered, every switch's socket received a
-//! copy of every frame of the namespace (agent ~55 % of a core); filtered but unbound and
-//! blocking, every frame event on any interface still visited all 36 sockets of
-//! Dragonfly(2,4,2) and woke a reader — with P frozen at 5 % the emulated CP cut that fabric's
-//! ADV+1 throughput from 87.4 to 37.3 Mb/s; batch draining gave 48.9 and binding 52.7 (single
-//! runs, mininet/README.md). The thread still checks `sll_pkttype` and `sll_ifindex` (read
+//! Why the filter does this work: every frame a packet socket receives costs the switch's
+//! forwarding thread (on OVS's userspace datapath the one thread that forwards every packet) a
+//! queueing and a wake-up, and the CP thread a copy; mininet/README.md "Cost of the emulated
+//! CP" measures it side by side. The thread still checks `sll_pkttype` and `sll_ifindex` (read
 //! safely from `nix::sys::socket::LinkAddr`). Frames are seen when the driver transmits them
-//! (after the qdisc), which is "transmitted frames" as the brief asks; sampling by dequeued
-//! bytes equals sampling by enqueued bytes in the long run.
+//! (after the qdisc); sampling by dequeued bytes equals sampling by enqueued bytes in the long
+//! run. ACKs, ARP and CNMs do not count towards the interval: they neither fill a queue nor
+//! may be sent a CNM.
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -50,7 +51,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::config::AgentConfig;
-use crate::cp::{CongestionPoint, SourceCensus};
+use crate::cp::{presample_divisor, CongestionPoint, SourceCensus, CENSUS_MIN_FRAME_BYTES};
 use crate::plan::host_group;
 use crate::qdisc::{get_root_qdisc_request, parse_root_backlog, QueueStats};
 use crate::switch_core::Culprit;
@@ -96,6 +97,8 @@ pub struct CpPortStatus {
     pub qdisc_drops: u32,
     /// Samples taken.
     pub samples: u64,
+    /// The port filter passes one data frame in this many to the CP (1 until the first sample).
+    pub presample_divisor: u32,
     /// CNMs generated.
     pub cnms: u64,
     /// Congested samples without a CNM because fewer than `cp.min_sources` hosts sent data
@@ -115,7 +118,7 @@ pub struct CpStatus {
     pub ports: Vec<CpPortStatus>,
     /// Backlog readings that failed.
     pub netlink_errors: u64,
-    /// Outgoing frames seen on fabric ports.
+    /// Data frames the port filters passed to the CP (one in `presample_divisor` of those sent).
     pub frames_seen: u64,
     /// Generated CNMs dropped because the switch task was busy.
     pub cnms_dropped_busy: u64,
@@ -202,9 +205,16 @@ pub fn spawn(
     let mut qdisc = QdiscReader::open()?;
     let period = Duration::from_micros(cfg.runtime.emulated_cp.queue_poll_period_us);
     let batch = Duration::from_micros(cfg.runtime.emulated_cp.batch_period_us);
+    let mut rng = rand::thread_rng();
+    let mut cps = Vec::with_capacity(ports.len());
+    for _ in &ports {
+        cps.push(CongestionPoint::new(cfg.cp.clone(), rng.gen())?);
+    }
+    // Per port: its socket and the pre-sampling divisor its filter applies.
     let mut socks = Vec::with_capacity(ports.len());
-    for p in &ports {
-        socks.push(port_socket(p.ifindex)?);
+    for (p, cp) in ports.iter().zip(&cps) {
+        let divisor = presample_divisor(cp.nominal_interval_bytes());
+        socks.push((port_socket(p.ifindex, divisor)?, divisor));
     }
     let stop = Arc::new(AtomicBool::new(false));
     let status = Arc::new(Mutex::new(CpStatus {
@@ -218,11 +228,6 @@ pub fn spawn(
             .collect(),
         ..CpStatus::default()
     }));
-    let mut rng = rand::thread_rng();
-    let mut cps = Vec::with_capacity(ports.len());
-    for _ in &ports {
-        cps.push(CongestionPoint::new(cfg.cp.clone(), rng.gen())?);
-    }
     let mut censuses = vec![SourceCensus::new(cfg.cp.source_window_us); ports.len()];
     let min_sources = cfg.cp.min_sources;
     let by_ifindex: HashMap<u32, usize> = ports
@@ -269,7 +274,7 @@ pub fn spawn(
                     }
                 }
                 // One drain of every port's socket per batch period.
-                let Some(pkt) = socks.get(cursor) else {
+                let Some((pkt, _)) = socks.get(cursor) else {
                     cursor = 0;
                     std::thread::sleep(batch);
                     continue;
@@ -293,11 +298,15 @@ pub fn spawn(
                 else {
                     continue;
                 };
-                let (Some(cp), Some(p), Some(&qb)) = (cps.get_mut(i), ports.get(i), q.get(i))
+                let (Some(cp), Some(p), Some(&qb), Some((sock, divisor))) =
+                    (cps.get_mut(i), ports.get(i), q.get(i), socks.get_mut(i))
                 else {
                     continue;
                 };
                 let frame = buf.get(..n).unwrap_or_default();
+                // The frame stands for `divisor` data frames of its length (the kernel passed
+                // one in `divisor`).
+                let bytes = (n as u64).saturating_mul(u64::from(*divisor));
                 // Only with the gate on: the census costs a clock read and a look-up per frame.
                 let now_us = if min_sources > 1 {
                     let now = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -309,7 +318,7 @@ pub fn spawn(
                     0
                 };
                 // Only the sample uses Q: read it then, for this port only.
-                let qb = if n as u64 >= cp.until_sample_bytes() {
+                let qb = if bytes >= cp.until_sample_bytes() {
                     match qdisc.backlog_bytes(p.ifindex) {
                         Ok(b) => {
                             if let Some(slot) = q.get_mut(i) {
@@ -327,12 +336,20 @@ pub fn spawn(
                 } else {
                     qb
                 };
-                let Some(fb) = cp.on_enqueue(n as u64, qb, rng.gen()) else {
+                let Some(fb) = cp.on_enqueue(bytes, qb, rng.gen()) else {
                     if let Ok(mut s) = status2.lock() {
                         s.frames_seen += 1;
                     }
                     continue;
                 };
+                // The next interval may want another divisor (a congested port samples more
+                // often); a filter that cannot be replaced keeps the old one, still unbiased.
+                let next = presample_divisor(cp.nominal_interval_bytes());
+                let refiltered = next != *divisor
+                    && sock.attach_filter(&data_sample_on(p.ifindex, next)).is_ok();
+                if refiltered {
+                    *divisor = next;
+                }
                 // `admitted`: congested, and the census (if on) lets it through.
                 let (admitted, sources) = if fb.congested() {
                     censuses
@@ -369,6 +386,7 @@ pub fn spawn(
                     }
                     if let Some(st) = s.ports.get_mut(i) {
                         st.samples += 1;
+                        st.presample_divisor = *divisor;
                         st.last_fb = fb.fb;
                         if fb.congested() && min_sources > 1 {
                             st.sources = u32::try_from(sources).unwrap_or(u32::MAX);
@@ -386,15 +404,17 @@ pub fn spawn(
     Ok(CpHandle { stop, status })
 }
 
-/// A non-blocking packet socket receiving the frames transmitted on interface `ifindex`.
+/// A non-blocking packet socket receiving one in `divisor` of the data frames transmitted on
+/// interface `ifindex` ([`data_sample_on`]).
 ///
 /// Bound to the interface, the socket sits on that device's tap list: the kernel hands it only
 /// that device's frames. An unbound ETH_P_ALL socket sits on the namespace-wide list instead and
 /// every frame sent or received on any interface visits it (and runs its filter) — with one
 /// socket per switch, 36 visits per frame event on Dragonfly(2,4,2), all in the forwarding
-/// thread's context. Non-blocking and drained in batches (`batch_period_us`): no reader sleeps
-/// in `recv`, so a frame costs its sender a clone and a queue, not a wake-up.
-fn port_socket(ifindex: u32) -> std::io::Result<OwnedFd> {
+/// thread's context. The filter decides before the frame is queued: a frame it drops costs the
+/// sender a clone and a few BPF instructions, no queueing, wake-up or copy to user space.
+/// Non-blocking and drained in batches (`batch_period_us`): no reader sleeps in `recv`.
+fn port_socket(ifindex: u32, divisor: u32) -> std::io::Result<socket2::Socket> {
     let fd = socket(
         AddressFamily::Packet,
         SockType::Raw,
@@ -405,8 +425,8 @@ fn port_socket(ifindex: u32) -> std::io::Result<OwnedFd> {
     // Room for a batch period of frames (the kernel caps it at rmem_max).
     let _ = setsockopt(&fd, sockopt::RcvBuf, &(1 << 20));
     let sock = socket2::Socket::from(fd);
-    sock.attach_filter(&outgoing_on(&[ifindex])?)?;
-    Ok(OwnedFd::from(sock))
+    sock.attach_filter(&data_sample_on(ifindex, divisor))?;
+    Ok(sock)
 }
 
 /// `bind(2)` of packet socket `fd` to interface `ifindex`, all protocols. The one unsafe call
@@ -446,42 +466,72 @@ fn bind_to_interface(fd: &OwnedFd, ifindex: u32) -> std::io::Result<()> {
 
 // Classic BPF (linux/filter.h): opcodes and the ancillary-data offsets the kernel fills in.
 const BPF_LD_W_ABS: u16 = 0x20;
+const BPF_LD_W_LEN: u16 = 0x80;
 const BPF_JEQ_K: u16 = 0x15;
+const BPF_JGE_K: u16 = 0x35;
 const BPF_RET_K: u16 = 0x06;
 const SKF_AD_PKTTYPE: u32 = 0xffff_f000 + 4;
 const SKF_AD_IFINDEX: u32 = 0xffff_f000 + 8;
+const SKF_AD_RANDOM: u32 = 0xffff_f000 + 56;
 
-/// A BPF program passing whole frames whose `pkttype` is `PACKET_OUTGOING` and whose interface
-/// is one of `ifindexes`, dropping everything else in the kernel (before any copy).
-pub fn outgoing_on(ifindexes: &[u32]) -> std::io::Result<Vec<socket2::SockFilter>> {
-    let prog = bpf_outgoing_on(ifindexes).ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "more than 250 interfaces for one BPF filter",
-        )
-    })?;
-    Ok(prog
-        .iter()
-        .map(|&(code, jt, jf, k)| socket2::SockFilter::new(code, jt, jf, k))
-        .collect())
+/// Where a filter instruction's comparison goes.
+#[derive(Debug, Clone, Copy)]
+enum Go {
+    Next,
+    Drop,
+    Accept,
 }
 
-/// The program as (code, jt, jf, k) tuples; `None` if the jumps would not fit in a u8.
-fn bpf_outgoing_on(ifindexes: &[u32]) -> Option<Vec<(u16, u8, u8, u32)>> {
-    let n = u8::try_from(ifindexes.len()).ok().filter(|&n| n <= 250)?;
-    let mut p = vec![
-        (BPF_LD_W_ABS, 0, 0, SKF_AD_PKTTYPE),
-        // Not outgoing: skip the ifindex load and the n comparisons, to "drop".
-        (BPF_JEQ_K, 0, n + 1, u32::from(PACKET_OUTGOING)),
-        (BPF_LD_W_ABS, 0, 0, SKF_AD_IFINDEX),
+/// The kernel half of the emulated CP's sampling: a BPF program passing, whole, the frames
+/// transmitted on `ifindex` that are data (at least [`CENSUS_MIN_FRAME_BYTES`]: ACKs, ARP and
+/// CNMs neither fill a queue nor earn one) and win a 1-in-`divisor` draw of the kernel's random
+/// number; everything else is dropped before it is queued to the socket. The CP counts each
+/// frame passed as `divisor` frames of its length ([`crate::cp::presample_divisor`]).
+pub fn data_sample_on(ifindex: u32, divisor: u32) -> Vec<socket2::SockFilter> {
+    bpf_data_sample_on(ifindex, divisor)
+        .iter()
+        .map(|&(code, jt, jf, k)| socket2::SockFilter::new(code, jt, jf, k))
+        .collect()
+}
+
+/// The program as (code, jt, jf, k) tuples.
+fn bpf_data_sample_on(ifindex: u32, divisor: u32) -> Vec<(u16, u8, u8, u32)> {
+    let min_len = u32::try_from(CENSUS_MIN_FRAME_BYTES).unwrap_or(u32::MAX);
+    let mut body: Vec<(u16, Go, Go, u32)> = vec![
+        (BPF_LD_W_ABS, Go::Next, Go::Next, SKF_AD_PKTTYPE),
+        (BPF_JEQ_K, Go::Next, Go::Drop, u32::from(PACKET_OUTGOING)),
+        (BPF_LD_W_ABS, Go::Next, Go::Next, SKF_AD_IFINDEX),
+        (BPF_JEQ_K, Go::Next, Go::Drop, ifindex),
+        (BPF_LD_W_LEN, Go::Next, Go::Next, 0),
+        (
+            BPF_JGE_K,
+            if divisor > 1 { Go::Next } else { Go::Accept },
+            Go::Drop,
+            min_len,
+        ),
     ];
-    for (i, &ifx) in (0u8..).zip(ifindexes) {
-        // Match: jump over the remaining comparisons and "drop" to "accept".
-        p.push((BPF_JEQ_K, n - i, 0, ifx));
+    if divisor > 1 {
+        // Accept iff random < 2^32 / divisor.
+        let threshold = u32::try_from((1u64 << 32) / u64::from(divisor)).unwrap_or(u32::MAX);
+        body.push((BPF_LD_W_ABS, Go::Next, Go::Next, SKF_AD_RANDOM));
+        body.push((BPF_JGE_K, Go::Drop, Go::Accept, threshold));
     }
-    p.push((BPF_RET_K, 0, 0, 0)); // drop
-    p.push((BPF_RET_K, 0, 0, u32::MAX)); // accept the whole frame
-    Some(p)
+    // Drop, then accept, after the body; the body is < 16 instructions, so offsets fit a u8.
+    let (drop_at, accept_at) = (body.len(), body.len() + 1);
+    let offset = |i: usize, go: Go| -> u8 {
+        let to = match go {
+            Go::Next => i + 1,
+            Go::Drop => drop_at,
+            Go::Accept => accept_at,
+        };
+        u8::try_from(to - (i + 1)).unwrap_or(0)
+    };
+    let mut prog: Vec<(u16, u8, u8, u32)> = (body.iter().enumerate())
+        .map(|(i, &(code, jt, jf, k))| (code, offset(i, jt), offset(i, jf), k))
+        .collect();
+    prog.push((BPF_RET_K, 0, 0, 0));
+    prog.push((BPF_RET_K, 0, 0, u32::MAX));
+    prog
 }
 
 /// The destination of a sampled frame if it may be sent a CNM: sent by a host of the plan
@@ -496,21 +546,36 @@ fn host_source(frame: &[u8]) -> Option<MacAddr> {
 mod tests {
     use super::*;
 
-    /// Runs the filter program the way the kernel would for a frame with these ancillary values.
-    fn run(prog: &[(u16, u8, u8, u32)], pkttype: u32, ifindex: u32) -> u32 {
+    /// A frame as the kernel's filter sees it.
+    struct Frame {
+        pkttype: u32,
+        ifindex: u32,
+        len: u32,
+        random: u32,
+    }
+
+    /// Runs the filter program the way the kernel would.
+    fn run(prog: &[(u16, u8, u8, u32)], f: &Frame) -> u32 {
         let (mut pc, mut a) = (0usize, 0u32);
         loop {
             let (code, jt, jf, k) = prog[pc];
+            let jump = |taken: bool| 1 + usize::from(if taken { jt } else { jf });
             match code {
                 BPF_LD_W_ABS => {
                     a = match k {
-                        SKF_AD_PKTTYPE => pkttype,
-                        SKF_AD_IFINDEX => ifindex,
+                        SKF_AD_PKTTYPE => f.pkttype,
+                        SKF_AD_IFINDEX => f.ifindex,
+                        SKF_AD_RANDOM => f.random,
                         _ => panic!("unexpected load {k:#x}"),
                     };
                     pc += 1;
                 }
-                BPF_JEQ_K => pc += 1 + usize::from(if a == k { jt } else { jf }),
+                BPF_LD_W_LEN => {
+                    a = f.len;
+                    pc += 1;
+                }
+                BPF_JEQ_K => pc += jump(a == k),
+                BPF_JGE_K => pc += jump(a >= k),
                 BPF_RET_K => return k,
                 _ => panic!("unexpected opcode {code:#x}"),
             }
@@ -518,23 +583,73 @@ mod tests {
     }
 
     #[test]
-    fn filter_passes_only_outgoing_frames_of_the_given_interfaces() {
-        for ifs in [
-            vec![],
-            vec![7],
-            vec![3, 9, 12, 40],
-            (1..=250).collect::<Vec<u32>>(),
-        ] {
-            let prog = bpf_outgoing_on(&ifs).unwrap();
-            for ifx in 0..=260 {
-                for pkttype in [0, 1, 2, 3, 4, 5] {
-                    let pass = run(&prog, pkttype, ifx) != 0;
-                    let want = pkttype == u32::from(PACKET_OUTGOING) && ifs.contains(&ifx);
-                    assert_eq!(pass, want, "ifs {ifs:?} ifindex {ifx} pkttype {pkttype}");
+    fn filter_passes_outgoing_data_frames_of_the_port() {
+        let prog = bpf_data_sample_on(7, 1);
+        for ifindex in [6, 7, 8] {
+            for pkttype in 0..=5 {
+                for len in [60, 66, 511, 512, 1514] {
+                    let f = Frame {
+                        pkttype,
+                        ifindex,
+                        len,
+                        random: 0,
+                    };
+                    let want = pkttype == u32::from(PACKET_OUTGOING) && ifindex == 7 && len >= 512;
+                    assert_eq!(run(&prog, &f) != 0, want, "{pkttype} {ifindex} {len}");
                 }
             }
         }
-        assert!(bpf_outgoing_on(&(0..251).collect::<Vec<u32>>()).is_none());
-        assert_eq!(outgoing_on(&[1, 2]).unwrap().len(), 7);
+        assert_eq!(
+            run(
+                &prog,
+                &Frame {
+                    pkttype: 4,
+                    ifindex: 7,
+                    len: 1514,
+                    random: 0
+                }
+            ),
+            u32::MAX
+        );
+    }
+
+    #[test]
+    fn filter_passes_one_data_frame_in_divisor() {
+        for divisor in [2u32, 5, 49, 64] {
+            let prog = bpf_data_sample_on(3, divisor);
+            // Over an even spread of random values, the share passed is 1/divisor.
+            let steps = 1u64 << 16;
+            let passed = (0..steps)
+                .filter(|i| {
+                    let random = u32::try_from((i << 32) / steps).unwrap();
+                    run(
+                        &prog,
+                        &Frame {
+                            pkttype: 4,
+                            ifindex: 3,
+                            len: 1514,
+                            random,
+                        },
+                    ) != 0
+                })
+                .count() as u64;
+            assert!(
+                passed.abs_diff(steps / u64::from(divisor)) <= 1,
+                "{divisor}: {passed}"
+            );
+            // Never a non-data frame, whatever the draw.
+            assert_eq!(
+                run(
+                    &prog,
+                    &Frame {
+                        pkttype: 4,
+                        ifindex: 3,
+                        len: 66,
+                        random: 0
+                    }
+                ),
+                0
+            );
+        }
     }
 }
