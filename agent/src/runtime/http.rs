@@ -1,17 +1,23 @@
-//! `/metrics` (Prometheus text format 0.0.4) and `/api/v1/state` (JSON).
+//! `/metrics` (OpenMetrics text, by prometheus-client) and `/api/v1/state` (JSON).
 
-use std::fmt::Write as _;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::header;
-use axum::response::IntoResponse;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType::{self, Counter, Gauge};
 use tokio::sync::watch;
 
 use super::{Registry, SwitchView};
 use crate::runtime::emulated_cp::CpPortStatus;
-use crate::session::DropReason;
+use crate::session::{DropReason, PortStatus};
 
 /// Serves until `stop` turns true.
 pub async fn serve(
@@ -28,254 +34,366 @@ pub async fn serve(
     Ok(())
 }
 
+/// What the handlers share: the switches' views and the metrics registry reading them.
+#[derive(Debug, Clone)]
+struct Http {
+    views: Registry,
+    metrics: Arc<prometheus_client::registry::Registry>,
+}
+
 /// The routes.
 pub fn router(reg: Registry) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/api/v1/state", get(state))
-        .with_state(reg)
+        .with_state(Http {
+            metrics: Arc::new(metrics_registry(reg.clone())),
+            views: reg,
+        })
 }
 
-async fn state(State(reg): State<Registry>) -> impl IntoResponse {
-    let map = reg.lock().map(|m| m.clone()).unwrap_or_default();
-    Json(map)
+async fn state(State(http): State<Http>) -> impl IntoResponse {
+    Json(snapshot(&http.views))
 }
 
-async fn metrics(State(reg): State<Registry>) -> impl IntoResponse {
-    let map = reg.lock().map(|m| m.clone()).unwrap_or_default();
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        render(&map),
-    )
+async fn metrics(State(http): State<Http>) -> Response {
+    match render(&http.metrics) {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(std::fmt::Error) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
 }
 
-/// A per-port family of the emulated CP: name, type, help, how to read it.
-type PortFamily = (
-    &'static str,
-    &'static str,
-    &'static str,
-    fn(&CpPortStatus) -> u64,
-);
+/// A copy of every switch's view (empty if a writer panicked holding the lock).
+fn snapshot(reg: &Registry) -> BTreeMap<String, SwitchView> {
+    reg.lock().map(|m| m.clone()).unwrap_or_default()
+}
 
-/// A counter family: name, help, how to read it.
-type Counter = (&'static str, &'static str, fn(&SwitchView) -> u64);
+/// The agent's metrics registry: one collector encoding a snapshot of `reg` at each scrape.
+pub fn metrics_registry(reg: Registry) -> prometheus_client::registry::Registry {
+    let mut r = prometheus_client::registry::Registry::default();
+    r.register_collector(Box::new(Views(reg)));
+    r
+}
 
-/// The Prometheus exposition of every switch.
-pub fn render(map: &std::collections::BTreeMap<String, SwitchView>) -> String {
-    let mut o = String::new();
-    let family = |o: &mut String, name: &str, kind: &str, help: &str| {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
-    };
+/// The OpenMetrics text exposition of `metrics`, `# EOF` included.
+pub fn render(metrics: &prometheus_client::registry::Registry) -> Result<String, std::fmt::Error> {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, metrics)?;
+    Ok(text)
+}
+
+/// Collects [`FAMILIES`] over every switch's view.
+#[derive(Debug)]
+struct Views(Registry);
+
+impl Collector for Views {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let map = snapshot(&self.0);
+        for family in &FAMILIES {
+            let mut metric =
+                encoder.encode_descriptor(family.name, family.help, None, family.kind)?;
+            for (switch, view) in &map {
+                for (labels, value) in (family.read)(view) {
+                    let labels: Vec<(&str, &str)> = std::iter::once(("switch", switch.as_str()))
+                        .chain(labels.iter().map(|(k, v)| (*k, v.as_str())))
+                        .collect();
+                    value.encode(family.kind, metric.encode_family(&labels)?)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A sample's value.
+#[derive(Debug, Clone, Copy)]
+enum Value {
+    Int(u64),
+    Real(f64),
+}
+
+impl Value {
+    /// Encodes the sample as a `kind` metric (counters get their `_total` suffix here).
+    fn encode(
+        self,
+        kind: MetricType,
+        encoder: prometheus_client::encoding::MetricEncoder<'_>,
+    ) -> Result<(), std::fmt::Error> {
+        match (kind, self) {
+            (MetricType::Counter, Value::Int(n)) => ConstCounter::new(n).encode(encoder),
+            (MetricType::Counter, Value::Real(x)) => ConstCounter::new(x).encode(encoder),
+            // Gauges are i64 in the encoder (it refuses u64::MAX): saturate.
+            (_, Value::Int(n)) => {
+                ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX)).encode(encoder)
+            }
+            (_, Value::Real(x)) => ConstGauge::new(x).encode(encoder),
+        }
+    }
+}
+
+macro_rules! value_from {
+    ($($t:ty => $v:ident),*) => {$(
+        impl From<$t> for Value {
+            fn from(x: $t) -> Self {
+                Value::$v(x.into())
+            }
+        }
+    )*};
+}
+value_from!(bool => Int, u8 => Int, u16 => Int, u32 => Int, u64 => Int, f64 => Real);
+
+/// One series of a family: its labels after `switch`, and its value.
+type Series = (Vec<(&'static str, String)>, Value);
+
+/// A metric family: name (a counter's without the `_total` the encoder appends to samples),
+/// help, type, and how to read its series from one switch's view.
+#[derive(Debug)]
+struct Family {
+    name: &'static str,
+    help: &'static str,
+    kind: MetricType,
+    read: fn(&SwitchView) -> Vec<Series>,
+}
+
+/// A [`Family`] (a table row).
+const fn family(
+    kind: MetricType,
+    name: &'static str,
+    help: &'static str,
+    read: fn(&SwitchView) -> Vec<Series>,
+) -> Family {
+    Family {
+        name,
+        help,
+        kind,
+        read,
+    }
+}
+
+/// A per-switch series (only the `switch` label).
+fn per_switch(value: impl Into<Value>) -> Vec<Series> {
+    vec![(Vec::new(), value.into())]
+}
+
+/// A series per fabric port of the session (`port`).
+fn per_fabric_port<T: Into<Value>>(v: &SwitchView, f: fn(&PortStatus) -> T) -> Vec<Series> {
+    v.session
+        .ports
+        .iter()
+        .map(|p| (vec![("port", p.port.to_string())], f(p).into()))
+        .collect()
+}
+
+/// A series per port of the emulated CP (`port`, `interface`); none without a CP.
+fn per_cp_port<T: Into<Value>>(v: &SwitchView, f: fn(&CpPortStatus) -> T) -> Vec<Series> {
+    v.emulated_cp
+        .iter()
+        .flat_map(|c| &c.ports)
+        .map(|p| {
+            (
+                vec![
+                    ("port", p.port.to_string()),
+                    ("interface", p.ifname.clone()),
+                ],
+                f(p).into(),
+            )
+        })
+        .collect()
+}
+
+/// Every family, in exposition order.
+const FAMILIES: [Family; 18] = [
     family(
-        &mut o,
+        Gauge,
         "fabricflow_agent_connected",
-        "gauge",
         "1 while the switch connection is up.",
-    );
-    for (sw, v) in map {
-        let _ = writeln!(
-            o,
-            "fabricflow_agent_connected{{switch=\"{sw}\"}} {}",
-            u8::from(v.session.connected)
-        );
-    }
+        |v| per_switch(v.session.connected),
+    ),
     family(
-        &mut o,
+        Gauge,
         "fabricflow_agent_plan_ready",
-        "gauge",
         "1 once decision points are learned.",
-    );
-    for (sw, v) in map {
-        let _ = writeln!(
-            o,
-            "fabricflow_agent_plan_ready{{switch=\"{sw}\"}} {}",
-            u8::from(v.session.plan_ready)
-        );
-    }
+        |v| per_switch(v.session.plan_ready),
+    ),
     family(
-        &mut o,
+        Gauge,
         "fabricflow_agent_p_percent",
-        "gauge",
         "P(port): probability of minimal routing, percent.",
-    );
-    for (sw, v) in map {
-        for p in &v.session.ports {
-            let _ = writeln!(
-                o,
-                "fabricflow_agent_p_percent{{switch=\"{sw}\",port=\"{}\"}} {}",
-                p.port, p.p_percent
-            );
-        }
-    }
+        |v| per_fabric_port(v, |p| p.p_percent),
+    ),
     family(
-        &mut o,
+        Gauge,
         "fabricflow_agent_last_fb",
-        "gauge",
         "Last QntzFb received per fabric port.",
-    );
-    for (sw, v) in map {
-        for p in &v.session.ports {
-            let _ = writeln!(
-                o,
-                "fabricflow_agent_last_fb{{switch=\"{sw}\",port=\"{}\"}} {}",
-                p.port, p.last_fb
-            );
-        }
-    }
+        |v| per_fabric_port(v, |p| p.last_fb),
+    ),
     family(
-        &mut o,
+        Gauge,
         "fabricflow_agent_fb_avg",
-        "gauge",
         "Fb_avg over the fabric ports (feedback comparison).",
-    );
-    for (sw, v) in map {
-        let _ = writeln!(
-            o,
-            "fabricflow_agent_fb_avg{{switch=\"{sw}\"}} {}",
-            v.session.fb_avg
-        );
-    }
+        |v| per_switch(v.session.fb_avg),
+    ),
     family(
-        &mut o,
+        Gauge,
         "fabricflow_agent_group_weight",
-        "gauge",
         "Installed bucket weight per decision point.",
-    );
-    for (sw, v) in map {
-        for g in &v.session.groups {
-            for (i, w) in g.weights.iter().enumerate() {
-                let _ = writeln!(o, "fabricflow_agent_group_weight{{switch=\"{sw}\",group=\"{}\",bucket=\"{i}\"}} {w}", g.group_id);
-            }
-        }
-    }
-    let counters: [Counter; 7] = [
-        (
-            "fabricflow_agent_cnm_received_total",
-            "CNMs accepted and charged to a fabric port.",
-            |v| v.session.counters.cnm_received,
-        ),
-        (
-            "fabricflow_agent_cnm_generated_total",
-            "CNMs generated by the emulated CP and injected.",
-            |v| v.session.counters.cnm_generated,
-        ),
-        (
-            "fabricflow_agent_group_mods_total",
-            "GROUP_MOD messages sent.",
-            |v| v.session.counters.group_mods_sent,
-        ),
-        (
-            "fabricflow_agent_group_mod_errors_total",
-            "GROUP_MODs refused by the switch.",
-            |v| v.session.counters.group_mod_errors,
-        ),
-        (
-            "fabricflow_agent_connects_total",
-            "Connections established.",
-            |v| v.session.counters.connects,
-        ),
-        (
-            "fabricflow_agent_plan_reads_total",
-            "Plan reads (group desc + flows) completed.",
-            |v| v.session.counters.plan_reads,
-        ),
-        (
-            "fabricflow_agent_plan_changes_total",
-            "Plan reads whose structure changed.",
-            |v| v.session.counters.plan_changes,
-        ),
-    ];
-    for (name, help, f) in counters {
-        family(&mut o, name, "counter", help);
-        for (sw, v) in map {
-            let _ = writeln!(o, "{name}{{switch=\"{sw}\"}} {}", f(v));
-        }
-    }
+        |v| {
+            v.session
+                .groups
+                .iter()
+                .flat_map(|g| {
+                    g.weights.iter().enumerate().map(|(bucket, w)| {
+                        (
+                            vec![
+                                ("group", g.group_id.to_string()),
+                                ("bucket", bucket.to_string()),
+                            ],
+                            Value::from(*w),
+                        )
+                    })
+                })
+                .collect()
+        },
+    ),
     family(
-        &mut o,
-        "fabricflow_agent_cnm_dropped_total",
-        "counter",
+        Counter,
+        "fabricflow_agent_cnm_received",
+        "CNMs accepted and charged to a fabric port.",
+        |v| per_switch(v.session.counters.cnm_received),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_cnm_generated",
+        "CNMs generated by the emulated CP and injected.",
+        |v| per_switch(v.session.counters.cnm_generated),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_group_mods",
+        "GROUP_MOD messages sent.",
+        |v| per_switch(v.session.counters.group_mods_sent),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_group_mod_errors",
+        "GROUP_MODs refused by the switch.",
+        |v| per_switch(v.session.counters.group_mod_errors),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_connects",
+        "Connections established.",
+        |v| per_switch(v.session.counters.connects),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_plan_reads",
+        "Plan reads (group desc + flows) completed.",
+        |v| per_switch(v.session.counters.plan_reads),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_plan_changes",
+        "Plan reads whose structure changed.",
+        |v| per_switch(v.session.counters.plan_changes),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_cnm_dropped",
         "Packet-ins dropped, by reason.",
-    );
-    for (sw, v) in map {
-        for r in DropReason::ALL {
-            let n = v.session.counters.cnm_dropped.get(&r).copied().unwrap_or(0);
-            let _ = writeln!(
-                o,
-                "fabricflow_agent_cnm_dropped_total{{switch=\"{sw}\",reason=\"{}\"}} {n}",
-                r.label()
-            );
-        }
-    }
-    let port_families: [PortFamily; 4] = [
-        (
-            "fabricflow_agent_queue_backlog_bytes",
-            "gauge",
-            "Egress qdisc backlog per fabric port (emulated CP).",
-            |p| p.backlog_bytes,
+        |v| {
+            DropReason::ALL
+                .iter()
+                .map(|r| {
+                    let n = v.session.counters.cnm_dropped.get(r).copied().unwrap_or(0);
+                    (vec![("reason", r.label().to_owned())], Value::from(n))
+                })
+                .collect()
+        },
+    ),
+    family(
+        Gauge,
+        "fabricflow_agent_queue_backlog_bytes",
+        "Egress qdisc backlog per fabric port (emulated CP).",
+        |v| per_cp_port(v, |p| p.backlog_bytes),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_queue_drops",
+        "Packets dropped by the egress qdisc per fabric port (emulated CP; wraps at 2^32).",
+        |v| per_cp_port(v, |p| p.qdisc_drops),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_cp_cnms",
+        "CNMs generated per congested port (emulated CP).",
+        |v| per_cp_port(v, |p| p.cnms),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_cp_samples_few_sources",
+        concat!(
+            "Congested samples without a CNM: fewer than cp.min_sources hosts sent data through ",
+            "the port (emulated CP)."
         ),
-        (
-            "fabricflow_agent_queue_drops_total",
-            "counter",
-            "Packets dropped by the egress qdisc per fabric port (emulated CP; wraps at 2^32).",
-            |p| u64::from(p.qdisc_drops),
-        ),
-        (
-            "fabricflow_agent_cp_cnms_total",
-            "counter",
-            "CNMs generated per congested port (emulated CP).",
-            |p| p.cnms,
-        ),
-        (
-            "fabricflow_agent_cp_samples_few_sources_total",
-            "counter",
-            "Congested samples without a CNM: fewer than cp.min_sources hosts sent data through the port (emulated CP).",
-            |p| p.samples_few_sources,
-        ),
-    ];
-    for (name, kind, help, f) in port_families {
-        family(&mut o, name, kind, help);
-        for (sw, v) in map {
-            for p in v.emulated_cp.iter().flat_map(|c| &c.ports) {
-                let _ = writeln!(
-                    o,
-                    "{name}{{switch=\"{sw}\",port=\"{}\",interface=\"{}\"}} {}",
-                    p.port,
-                    p.ifname,
-                    f(p)
-                );
-            }
-        }
-    }
-    o
-}
+        |v| per_cp_port(v, |p| p.samples_few_sources),
+    ),
+];
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use super::*;
     use crate::runtime::emulated_cp::CpStatus;
-    use crate::session::{PortStatus, SessionStatus};
+    use crate::session::{GroupStatus, PortStatus, SessionStatus};
 
-    #[test]
-    fn renders_families_and_labels() {
-        let mut map = std::collections::BTreeMap::new();
-        let mut v = SwitchView {
+    /// Two switches: s0 connected with everything set, s1 idle without an emulated CP.
+    fn sample() -> BTreeMap<String, SwitchView> {
+        let mut s0 = SwitchView {
             session: SessionStatus {
                 connected: true,
-                ports: vec![PortStatus {
-                    port: 3,
-                    p_percent: 50.5,
-                    last_fb: 63,
+                plan_ready: true,
+                ports: vec![
+                    PortStatus {
+                        port: 3,
+                        p_percent: 50.5,
+                        last_fb: 63,
+                    },
+                    PortStatus {
+                        port: 4,
+                        p_percent: 100.0,
+                        last_fb: 0,
+                    },
+                ],
+                groups: vec![GroupStatus {
+                    group_id: 7,
+                    minimal_port: 3,
+                    weights: vec![60, 40],
+                    pending: false,
                 }],
+                fb_avg: 31.5,
                 ..SessionStatus::default()
             },
             ..SwitchView::default()
         };
-        v.session
-            .counters
-            .cnm_dropped
-            .insert(DropReason::Malformed, 2);
-        v.emulated_cp = Some(CpStatus {
+        let c = &mut s0.session.counters;
+        c.cnm_received = 21;
+        c.cnm_generated = 22;
+        c.group_mods_sent = 23;
+        c.group_mod_errors = 24;
+        c.connects = 25;
+        c.plan_reads = 26;
+        c.plan_changes = 27;
+        c.cnm_dropped.insert(DropReason::Malformed, 2);
+        s0.emulated_cp = Some(CpStatus {
             ports: vec![CpPortStatus {
                 port: 6,
                 ifname: "s0-eth6".to_owned(),
@@ -287,24 +405,163 @@ mod tests {
             }],
             ..CpStatus::default()
         });
-        map.insert("s0".to_owned(), v);
-        let text = render(&map);
-        let labels = "{switch=\"s0\",port=\"6\",interface=\"s0-eth6\"}";
-        for (name, value) in [
-            ("fabricflow_agent_queue_backlog_bytes", 7_570),
-            ("fabricflow_agent_queue_drops_total", 9),
-            ("fabricflow_agent_cp_cnms_total", 11),
-            ("fabricflow_agent_cp_samples_few_sources_total", 13),
-        ] {
-            assert!(
-                text.contains(&format!("{name}{labels} {value}\n")),
-                "{name}"
-            );
-        }
-        assert!(text.contains("# TYPE fabricflow_agent_queue_backlog_bytes gauge"));
-        assert!(text.contains("fabricflow_agent_p_percent{switch=\"s0\",port=\"3\"} 50.5"));
-        assert!(text
-            .contains("fabricflow_agent_cnm_dropped_total{switch=\"s0\",reason=\"malformed\"} 2"));
-        assert!(text.contains("# TYPE fabricflow_agent_group_mods_total counter"));
+        [
+            ("s0".to_owned(), s0),
+            ("s1".to_owned(), SwitchView::default()),
+        ]
+        .into()
     }
+
+    fn registry(map: BTreeMap<String, SwitchView>) -> Registry {
+        Arc::new(Mutex::new(map))
+    }
+
+    /// The whole exposition, line by line: sample names (counters with `_total`), label names
+    /// and values are what the harness (mininet/, tests/) and the docs read.
+    #[test]
+    fn renders_the_exact_exposition() {
+        let text = render(&metrics_registry(registry(sample()))).unwrap();
+        assert_eq!(
+            text.lines().collect::<Vec<_>>(),
+            EXPECTED.lines().collect::<Vec<_>>()
+        );
+    }
+
+    /// The collector reads the views at each scrape, not when it is registered.
+    #[test]
+    fn reads_the_views_at_scrape_time() {
+        let reg = registry(BTreeMap::new());
+        let metrics = metrics_registry(reg.clone());
+        assert!(!render(&metrics)
+            .unwrap()
+            .contains("fabricflow_agent_connected{"));
+        crate::runtime::publish(&reg, "s9", |v| v.session.connected = true);
+        let text = render(&metrics).unwrap();
+        assert!(
+            text.contains("\nfabricflow_agent_connected{switch=\"s9\"} 1\n"),
+            "{text}"
+        );
+    }
+
+    /// A gauge the encoder would refuse (u64::MAX) saturates instead of failing the scrape.
+    #[test]
+    fn a_huge_gauge_saturates() {
+        let mut map = sample();
+        if let Some(cp) = map.get_mut("s0").and_then(|v| v.emulated_cp.as_mut()) {
+            cp.ports.iter_mut().for_each(|p| p.backlog_bytes = u64::MAX);
+        }
+        let text = render(&metrics_registry(registry(map))).unwrap();
+        assert!(text.contains(
+            "\nfabricflow_agent_queue_backlog_bytes{switch=\"s0\",port=\"6\",interface=\"s0-eth6\"} 9223372036854775807\n"
+        ));
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    /// Over HTTP: OpenMetrics content type and the exposition.
+    #[tokio::test]
+    async fn serves_openmetrics() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop_tx, stop) = watch::channel(false);
+        let server = tokio::spawn(serve(listener, registry(sample()), stop));
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut response = String::new();
+        s.read_to_string(&mut response).await.unwrap();
+        stop_tx.send(true).unwrap();
+        server.await.unwrap().unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.0 200 OK\r\n"), "{head}");
+        assert!(
+            head.to_ascii_lowercase().contains(
+                "\r\ncontent-type: application/openmetrics-text; version=1.0.0; charset=utf-8"
+            ),
+            "{head}"
+        );
+        assert_eq!(body, EXPECTED);
+    }
+
+    const EXPECTED: &str = r#"# HELP fabricflow_agent_connected 1 while the switch connection is up.
+# TYPE fabricflow_agent_connected gauge
+fabricflow_agent_connected{switch="s0"} 1
+fabricflow_agent_connected{switch="s1"} 0
+# HELP fabricflow_agent_plan_ready 1 once decision points are learned.
+# TYPE fabricflow_agent_plan_ready gauge
+fabricflow_agent_plan_ready{switch="s0"} 1
+fabricflow_agent_plan_ready{switch="s1"} 0
+# HELP fabricflow_agent_p_percent P(port): probability of minimal routing, percent.
+# TYPE fabricflow_agent_p_percent gauge
+fabricflow_agent_p_percent{switch="s0",port="3"} 50.5
+fabricflow_agent_p_percent{switch="s0",port="4"} 100.0
+# HELP fabricflow_agent_last_fb Last QntzFb received per fabric port.
+# TYPE fabricflow_agent_last_fb gauge
+fabricflow_agent_last_fb{switch="s0",port="3"} 63
+fabricflow_agent_last_fb{switch="s0",port="4"} 0
+# HELP fabricflow_agent_fb_avg Fb_avg over the fabric ports (feedback comparison).
+# TYPE fabricflow_agent_fb_avg gauge
+fabricflow_agent_fb_avg{switch="s0"} 31.5
+fabricflow_agent_fb_avg{switch="s1"} 0.0
+# HELP fabricflow_agent_group_weight Installed bucket weight per decision point.
+# TYPE fabricflow_agent_group_weight gauge
+fabricflow_agent_group_weight{switch="s0",group="7",bucket="0"} 60
+fabricflow_agent_group_weight{switch="s0",group="7",bucket="1"} 40
+# HELP fabricflow_agent_cnm_received CNMs accepted and charged to a fabric port.
+# TYPE fabricflow_agent_cnm_received counter
+fabricflow_agent_cnm_received_total{switch="s0"} 21
+fabricflow_agent_cnm_received_total{switch="s1"} 0
+# HELP fabricflow_agent_cnm_generated CNMs generated by the emulated CP and injected.
+# TYPE fabricflow_agent_cnm_generated counter
+fabricflow_agent_cnm_generated_total{switch="s0"} 22
+fabricflow_agent_cnm_generated_total{switch="s1"} 0
+# HELP fabricflow_agent_group_mods GROUP_MOD messages sent.
+# TYPE fabricflow_agent_group_mods counter
+fabricflow_agent_group_mods_total{switch="s0"} 23
+fabricflow_agent_group_mods_total{switch="s1"} 0
+# HELP fabricflow_agent_group_mod_errors GROUP_MODs refused by the switch.
+# TYPE fabricflow_agent_group_mod_errors counter
+fabricflow_agent_group_mod_errors_total{switch="s0"} 24
+fabricflow_agent_group_mod_errors_total{switch="s1"} 0
+# HELP fabricflow_agent_connects Connections established.
+# TYPE fabricflow_agent_connects counter
+fabricflow_agent_connects_total{switch="s0"} 25
+fabricflow_agent_connects_total{switch="s1"} 0
+# HELP fabricflow_agent_plan_reads Plan reads (group desc + flows) completed.
+# TYPE fabricflow_agent_plan_reads counter
+fabricflow_agent_plan_reads_total{switch="s0"} 26
+fabricflow_agent_plan_reads_total{switch="s1"} 0
+# HELP fabricflow_agent_plan_changes Plan reads whose structure changed.
+# TYPE fabricflow_agent_plan_changes counter
+fabricflow_agent_plan_changes_total{switch="s0"} 27
+fabricflow_agent_plan_changes_total{switch="s1"} 0
+# HELP fabricflow_agent_cnm_dropped Packet-ins dropped, by reason.
+# TYPE fabricflow_agent_cnm_dropped counter
+fabricflow_agent_cnm_dropped_total{switch="s0",reason="no_plan"} 0
+fabricflow_agent_cnm_dropped_total{switch="s0",reason="no_in_port"} 0
+fabricflow_agent_cnm_dropped_total{switch="s0",reason="not_fabric_port"} 0
+fabricflow_agent_cnm_dropped_total{switch="s0",reason="not_cnm"} 0
+fabricflow_agent_cnm_dropped_total{switch="s0",reason="truncated"} 0
+fabricflow_agent_cnm_dropped_total{switch="s0",reason="malformed"} 2
+fabricflow_agent_cnm_dropped_total{switch="s1",reason="no_plan"} 0
+fabricflow_agent_cnm_dropped_total{switch="s1",reason="no_in_port"} 0
+fabricflow_agent_cnm_dropped_total{switch="s1",reason="not_fabric_port"} 0
+fabricflow_agent_cnm_dropped_total{switch="s1",reason="not_cnm"} 0
+fabricflow_agent_cnm_dropped_total{switch="s1",reason="truncated"} 0
+fabricflow_agent_cnm_dropped_total{switch="s1",reason="malformed"} 0
+# HELP fabricflow_agent_queue_backlog_bytes Egress qdisc backlog per fabric port (emulated CP).
+# TYPE fabricflow_agent_queue_backlog_bytes gauge
+fabricflow_agent_queue_backlog_bytes{switch="s0",port="6",interface="s0-eth6"} 7570
+# HELP fabricflow_agent_queue_drops Packets dropped by the egress qdisc per fabric port (emulated CP; wraps at 2^32).
+# TYPE fabricflow_agent_queue_drops counter
+fabricflow_agent_queue_drops_total{switch="s0",port="6",interface="s0-eth6"} 9
+# HELP fabricflow_agent_cp_cnms CNMs generated per congested port (emulated CP).
+# TYPE fabricflow_agent_cp_cnms counter
+fabricflow_agent_cp_cnms_total{switch="s0",port="6",interface="s0-eth6"} 11
+# HELP fabricflow_agent_cp_samples_few_sources Congested samples without a CNM: fewer than cp.min_sources hosts sent data through the port (emulated CP).
+# TYPE fabricflow_agent_cp_samples_few_sources counter
+fabricflow_agent_cp_samples_few_sources_total{switch="s0",port="6",interface="s0-eth6"} 13
+# EOF
+"#;
 }
