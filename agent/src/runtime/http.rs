@@ -83,7 +83,7 @@ pub fn render(map: &std::collections::BTreeMap<String, SwitchView>) -> String {
         &mut o,
         "fabricflow_agent_plan_ready",
         "gauge",
-        "1 once decision points are learned.",
+        "1 once the controller's plan is learned (it may have no decision point).",
     );
     for (sw, v) in map {
         let _ = writeln!(
