@@ -428,9 +428,10 @@ class FabricNet:
         lines = ["switches:"]
         spine = 0
         for sw in doc["switches"]:
-            if sw["group"] is None:
+            if sw["group"] is None or sw.get("level", 0) > 0:
                 # Fat-tree upper levels carry no hosts, so their address fields only need to
-                # be unique: park them in group 0xffff, numbered in order.
+                # be unique (a deeper tree's middle level shares its pod's group and indexes
+                # with the leaves): park them in group 0xffff, numbered in order.
                 group, index, spine = 65535, spine, spine + 1
             else:
                 group, index = sw["group"], sw["index"]

@@ -4,13 +4,15 @@
 links with port numbers and a class, hosts with MAC and IP).  This module builds exactly that
 wiring in Mininet, so the rule plan the controller computes matches the emulated fabric port for
 port.  Interface names are limited to 15 characters, so every JSON name gets a short Mininet
-name (switch ``g3s1`` -> ``s3x1``, fat-tree ``l0p2s0`` -> ``s2x0``, ``l1s3`` -> ``t1x3``,
-host ``h3.1.2`` -> ``h3x1x2``); the JSON name is kept for reports.
+name (switch ``g3s1`` -> ``s3x1``, fat-tree leaf ``l0p2s0`` -> ``s2x0``, top ``l1s3`` ->
+``t1x3``, a deeper tree's middle level ``l1p2s0`` -> ``t1x2x0``, host ``h3.1.2`` -> ``h3x1x2``; a file fabric names its switches and hosts freely, so theirs come
+from the address plan: switch group G index S -> ``sGxS``, host ``02:00:GG:GG:SS:HH`` ->
+``hGxSxH``); the JSON name is kept for reports.
 
 Link rates (Mb/s) are per link class.  A TCLink shapes each direction at the egress of the
 sending interface (htb), so a fat-tree link gets ``up`` on the leaf side and ``down`` on the
-spine side; Dragonfly ``local``/``global`` links are symmetric; host links get ``host`` on both
-ends.  Bounded queues (``pfifo limit N``) are added after start by :func:`apply_queues`,
+spine side; Dragonfly ``local``/``global`` links are symmetric, and so are a file fabric's
+(class ``fabric``: the ``local`` rate); host links get ``host`` on both ends.  Bounded queues (``pfifo limit N``) are added after start by :func:`apply_queues`,
 because Mininet's ``max_queue_size`` needs netem, which this kernel lacks.
 
 Do not name anything here ``mininet``: it would shadow the Mininet package.
@@ -33,9 +35,10 @@ CONTROLLER_BIN = BIN_DIR / "fabricflow-controller"
 AGENT_BIN = BIN_DIR / "fabricflow-agent"
 
 # Short-name patterns of everything this harness creates (used by cleanup to touch only ours).
-SWITCH_RE = re.compile(r"^[st]\d+x\d+$")
+_SWITCH = r"(?:s\d+x\d+|t\d+x\d+(?:x\d+)?)"
+SWITCH_RE = re.compile(rf"^{_SWITCH}$")
 HOST_RE = re.compile(r"^h\d+x\d+x\d+$")
-INTF_RE = re.compile(r"^(?:[st]\d+x\d+|h\d+x\d+x\d+)-eth\d+$")
+INTF_RE = re.compile(rf"^(?:{_SWITCH}|h\d+x\d+x\d+)-eth\d+$")
 
 
 @dataclass
@@ -69,8 +72,11 @@ def export_fabric(spec):
     return json.loads(out)
 
 
-def short_switch(sw):
-    """Short Mininet name of a JSON switch."""
+def short_switch(sw, kind=None):
+    """Short Mininet name of a JSON switch of a fabric of `kind` (the export's "kind")."""
+    if kind == "file":
+        # Free names; (group, index) is unique in a file fabric (the controller checks it).
+        return f"s{sw['group']}x{sw['index']}"
     name = sw["name"]
     m = re.fullmatch(r"g(\d+)s(\d+)", name)
     if m:
@@ -78,13 +84,21 @@ def short_switch(sw):
     m = re.fullmatch(r"l0p(\d+)s(\d+)", name)
     if m:
         return f"s{m[1]}x{m[2]}"
+    m = re.fullmatch(r"l(\d+)p(\d+)s(\d+)", name)
+    if m:
+        return f"t{m[1]}x{m[2]}x{m[3]}"
     m = re.fullmatch(r"l(\d+)s(\d+)", name)
     if m:
         return f"t{m[1]}x{m[2]}"
     raise ValueError(f"no short name rule for switch {name!r}")
 
 
-def short_host(h):
+def short_host(h, kind=None):
+    """Short Mininet name of a JSON host of a fabric of `kind`."""
+    if kind == "file":
+        # Free names; the address plan's MAC 02:00:GG:GG:SS:HH is unique.
+        b = [int(x, 16) for x in h["mac"].split(":")]
+        return f"h{b[2] << 8 | b[3]}x{b[4]}x{b[5]}"
     m = re.fullmatch(r"h(\d+)\.(\d+)\.(\d+)", h["name"])
     if not m:
         raise ValueError(f"no short name rule for host {h['name']!r}")
@@ -105,15 +119,22 @@ class Fabric:
     @classmethod
     def load(cls, spec):
         f = cls(spec, export_fabric(spec))
+        kind = f.doc.get("kind")
         for sw in f.doc["switches"]:
-            s = short_switch(sw)
+            s = short_switch(sw, kind)
             if len(s) + len("-eth99") > 15:
                 raise ValueError(f"switch name {s} too long for interface names")
+            if s in f.sw_long:
+                raise ValueError(f"switches {f.sw_long[s]!r} and {sw['name']!r} share the "
+                                 f"short name {s}")
             f.sw_short[sw["name"]], f.sw_long[s] = s, sw["name"]
         for h in f.doc["hosts"]:
-            s = short_host(h)
+            s = short_host(h, kind)
             if len(s) + len("-eth0") > 15:
                 raise ValueError(f"host name {s} too long for interface names")
+            if s in f.host_long:
+                raise ValueError(f"hosts {f.host_long[s]!r} and {h['name']!r} share the "
+                                 f"short name {s}")
             f.host_short[h["name"]], f.host_long[s] = s, h["name"]
         return f
 
@@ -152,7 +173,8 @@ class Fabric:
 def link_bws(link, rates):
     """(bw at a's egress, bw at b's egress) for a JSON link."""
     cls = link["class"]
-    if cls == "local":
+    if cls in ("local", "fabric"):
+        # "fabric": a file fabric's switch-to-switch link, which has no class of its own.
         return rates.local, rates.local
     if cls == "global":
         return rates.glob, rates.glob

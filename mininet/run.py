@@ -151,7 +151,7 @@ def main(argv=None):
                     help="seconds at the start of each run left out of every mean (steady state)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--host-bw", type=float, default=DEFAULT_BW, help="Mb/s")
-    ap.add_argument("--local-bw", type=float, default=DEFAULT_BW, help="Mb/s (fat-tree: up)")
+    ap.add_argument("--local-bw", type=float, default=DEFAULT_BW, help="Mb/s (fat-tree: up; file fabric: every switch link)")
     ap.add_argument("--global-bw", type=float, default=DEFAULT_BW, help="Mb/s (fat-tree: down)")
     ap.add_argument("--queue-pkts", type=int, default=50)
     ap.add_argument("--streams", type=int, default=4, help="iperf3 -P")

@@ -154,6 +154,35 @@ class QcnswTests(unittest.TestCase):
             t(f"{len(again)} pairs, 0 % loss", self.t0)
         self.assertIsNotNone(ctl.poll(), "controller still running after teardown")
 
+    def test_fattree_bring_up_every_level_ready_and_all_pairs_ping(self):
+        """QCN-SW on a deeper fat-tree, k=2 n=3: only the leaves have decision points (the
+        controller adapts at injection), yet the agent reports every switch ready (the middle
+        and top levels' plans have nothing to adapt; the harness used to time out waiting for
+        them), runs the emulated CP on every switch's fabric ports, and all pairs ping."""
+        with FabricNet("fattree:k=2,n=3", PING_RATES, mode="controller",
+                       agent_variant="combined") as fn:
+            t(f"up, synced, agent ready {fn.timings}", self.t0)
+            leaves = {fn.fabric.sw_short[sw["name"]] for sw in fn.fabric.switches
+                      if sw["level"] == 0}
+            state = fn.agent_state()
+            self.assertEqual(set(state), {s.name for s in fn.net.switches})
+            for name, v in state.items():
+                self.assertTrue(v["session"]["plan_ready"], name)
+                self.assertEqual(bool(v["session"]["groups"]), name in leaves,
+                                 f"{name}: decision points only at the leaves")
+            wait_until(lambda: all(v["emulated_cp"] for v in fn.agent_state().values()), 10,
+                       "the emulated CP on every switch", 0.2)
+            first = measure.all_pairs_ping(fn, count=1, retry=True)
+            n = len(fn.net.hosts)
+            self.assertEqual(len(first), n * (n - 1))
+            self.assertEqual(sorted(p for p, ok in first.items() if not ok), [])
+            again = measure.all_pairs_ping(fn, count=2, retry=False)
+            self.assertEqual(sorted(p for p, ok in again.items() if not ok), [])
+            t(f"{len(again)} pairs, 0 % loss", self.t0)
+            procs = list(fn.procs)
+        self.assertTrue(all(p.poll() is not None for p in procs),
+                        "controller or agent still running after teardown")
+
     def one_host_on_global_link(self, overrides, done_when, duration=12):
         """Dragonfly(1,2,3): the host of the switch owning group 0's global link to group 1
         sends `-P 4` to a group-1 host for `duration` s, so that link's queue is congested and

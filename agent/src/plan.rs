@@ -151,6 +151,10 @@ pub struct LearnedPlan {
     pub local_hosts: BTreeSet<MacAddr>,
     /// Groups seen but not used, with the reason.
     pub skipped: Vec<(u32, GroupSkip)>,
+    /// The controller's flows (any table, carrying the plan's cookie) on the switch: with
+    /// `groups`, what tells "the plan is installed" from "not yet" (see
+    /// [`is_installed`](Self::is_installed)).
+    pub controller_flows: usize,
 }
 
 impl LearnedPlan {
@@ -171,6 +175,7 @@ impl LearnedPlan {
             }
         }
         for f in flows.iter().filter(|f| f.cookie == conv.cookie) {
+            plan.controller_flows += 1;
             let actions = flow_actions(f);
             if f.table_id == conv.transit_table && exact_eth_dst(f).is_none() {
                 plan.fabric_ports.extend(physical_outputs(actions.clone()));
@@ -202,9 +207,18 @@ impl LearnedPlan {
         plan
     }
 
-    /// Whether the plan has at least one decision point.
+    /// Whether the plan has no decision point. An installed plan may legitimately have none:
+    /// a switch without hosts whose every route is minimal (a fat-tree's top level) has nothing
+    /// to adapt, yet forwards, classifies CNMs and is a congestion point.
     pub fn is_empty(&self) -> bool {
         self.groups.is_empty()
+    }
+
+    /// Whether the controller's plan is on the switch: some flow carries the plan's cookie, or
+    /// some decision point exists. `false` is a switch the controller has not programmed yet
+    /// (it installs flows and groups together, in one atomic bundle, and never wipes a switch).
+    pub fn is_installed(&self) -> bool {
+        self.controller_flows > 0 || !self.groups.is_empty()
     }
 
     /// Whether `port` is a fabric port.
@@ -219,7 +233,8 @@ impl LearnedPlan {
 
     /// Whether `other` differs from `self` in anything but weights.
     pub fn same_structure(&self, other: &LearnedPlan) -> bool {
-        self.fabric_ports == other.fabric_ports
+        self.is_installed() == other.is_installed()
+            && self.fabric_ports == other.fabric_ports
             && self.minimal_port_by_dest_group == other.minimal_port_by_dest_group
             && self.groups.len() == other.groups.len()
             && self

@@ -12,8 +12,11 @@
 //!    that id), ROLE_REQUEST EQUAL (optional: a rejection is counted and tolerated, the agent
 //!    writes groups as EQUAL or as the default role, which on OVS is also EQUAL), PORT_DESC,
 //!    then a *plan read*: GROUP_DESC + FLOW_STATS (cookie-masked).
-//! 2. The plan read is learned ([`LearnedPlan::learn`]). A switch without decision points yet is
-//!    *waiting for the plan*, not an error: the read is repeated every `plan_refresh_period`.
+//! 2. The plan read is learned ([`LearnedPlan::learn`]). A switch without the controller's plan
+//!    yet (no flow with the plan's cookie, no decision point) is *waiting for the plan*, not an
+//!    error: the read is repeated every `plan_refresh_period`. A switch whose installed plan has
+//!    no decision point (a fat-tree's top level: every route there is minimal) is ready with
+//!    nothing to adapt; its fabric ports still feed the emulated congestion point.
 //!    The read is also repeated periodically, after a GROUP_MOD error, and after a PORT_STATUS,
 //!    so the agent follows the controller's changes and resyncs.
 //! 3. Running: CNM packet-ins are checked ([`check_cnm`]) and fed to the [`Policy`];
@@ -246,7 +249,8 @@ pub struct PortInfo {
 pub struct SessionStatus {
     /// Connected right now.
     pub connected: bool,
-    /// At least one decision point learned.
+    /// The controller's plan is learned: it is on the switch and was read. It may have no
+    /// decision point (see `groups`): a fat-tree's top level has nothing to adapt.
     pub plan_ready: bool,
     /// Datapath id from FEATURES_REPLY.
     pub datapath_id: Option<u64>,
@@ -651,9 +655,16 @@ impl Session {
         let (groups, fabric_ports) = (plan.groups.len(), plan.fabric_ports.clone());
         match self.core.learn(plan, round_write_seq, now_ns) {
             Learned::Unchanged => {}
-            Learned::Empty => {
-                tracing::info!("no decision point on the switch yet: waiting for the plan");
+            Learned::NotInstalled => {
+                tracing::info!("the controller's plan is not on the switch yet: waiting for it");
                 self.plan_changed = true;
+            }
+            Learned::Changed if groups == 0 => {
+                self.plan_changed = true;
+                tracing::info!(
+                    ?fabric_ports,
+                    "plan learned: no decision point on this switch, nothing to adapt"
+                );
             }
             Learned::Changed => {
                 self.plan_changed = true;
@@ -846,7 +857,7 @@ impl Session {
     pub fn status(&self) -> SessionStatus {
         SessionStatus {
             connected: self.is_connected(),
-            plan_ready: self.core.plan().is_some_and(|p| !p.is_empty()),
+            plan_ready: self.core.plan().is_some_and(LearnedPlan::is_installed),
             datapath_id: self.datapath_id,
             role: self.is_connected().then_some(self.role),
             ports: self

@@ -92,10 +92,11 @@ pub struct CoreCounters {
 pub enum Learned {
     /// Same structure as before (weights may have been reconciled).
     Unchanged,
-    /// New or changed structure.
+    /// New or changed structure (possibly without a decision point: an installed plan that
+    /// leaves this switch nothing to adapt).
     Changed,
-    /// No decision point yet (the controller may be in the middle of a resync).
-    Empty,
+    /// The controller's plan is not on the switch yet: no controller flow, no decision point.
+    NotInstalled,
 }
 
 /// One switch's decision points, policy and installed weights.
@@ -139,18 +140,23 @@ impl SwitchCore {
     /// written after the read (then the core's record is newer). A group seen for the first
     /// time in this process sets its port's P from the installed split, so a restarted agent
     /// continues where it was. P and the write history survive everything.
+    ///
+    /// A plan with no decision point is learned like any other when it is installed (its fabric
+    /// ports still feed the congestion point and the policy); only a switch without the plan
+    /// ([`LearnedPlan::is_installed`]) leaves the policy and the planner as they were.
     pub fn learn(&mut self, plan: LearnedPlan, read_seq: u64, now_ns: u64) -> Learned {
         let changed = self
             .plan
             .as_ref()
             .is_none_or(|old| !old.same_structure(&plan));
-        if plan.is_empty() {
+        if !plan.is_installed() {
             if changed {
                 self.counters.plan_changes += 1;
             }
-            // Keep P and the planner: the controller may be in the middle of a resync.
+            // Keep P and the planner: the switch may have been wiped and the controller be
+            // about to restore it.
             self.plan = Some(plan);
-            return Learned::Empty;
+            return Learned::NotInstalled;
         }
         if changed {
             self.counters.plan_changes += 1;

@@ -63,6 +63,9 @@ fn check(spec: &str, all_used: bool) {
                 sw.name
             );
         }
+        // Every switch holds the plan, with or without decision points (a fat-tree's top
+        // level has none): the agent must tell that from a switch not programmed yet.
+        assert!(plan.is_installed(), "{spec} {}: plan installed", sw.name);
         if sw.has_hosts() && sw.ports.iter().any(|p| p.role == PortRole::Global) {
             assert!(!plan.is_empty(), "{spec} {}: decision points", sw.name);
         }

@@ -56,6 +56,43 @@ fn with_agents() -> InProcessFabric {
     f
 }
 
+fn all_agents_ready(f: &InProcessFabric) -> bool {
+    f.dpids()
+        .iter()
+        .all(|d| f.agent(*d).is_some_and(|a| a.status().plan_ready))
+}
+
+#[test]
+fn agents_on_a_fat_tree_are_ready_at_every_level_once_the_plan_is_installed() {
+    let mut f = InProcessFabric::new("fattree:k=4,n=2").unwrap();
+    // Agents before the controller: every switch is empty, so every agent waits for the plan.
+    f.connect_agents(&agent_config()).unwrap();
+    f.advance(S);
+    for d in f.dpids() {
+        let st = f.agent(d).unwrap().status();
+        assert!(st.connected && !st.plan_ready, "switch {d:#x}");
+    }
+    f.connect_controllers();
+    assert!(f.run_until(10 * S, 10 * MS, InProcessFabric::all_synced));
+    // The agents find the plan at their next periodic read.
+    assert!(f.run_until(10 * S, 10 * MS, all_agents_ready));
+    let (mut tops, mut leaves) = (0, 0);
+    for d in f.dpids() {
+        let agent = f.agent(d).unwrap();
+        let plan = agent.plan().unwrap();
+        assert!(!plan.fabric_ports.is_empty(), "switch {d:#x}");
+        if f.desired(d).unwrap().groups.is_empty() {
+            // The top level: ready, nothing to adapt, its down links still fabric ports.
+            tops += 1;
+            assert!(plan.is_empty() && agent.status().groups.is_empty());
+        } else {
+            leaves += 1;
+            assert!(!plan.is_empty() && !agent.status().groups.is_empty());
+        }
+    }
+    assert_eq!((tops, leaves), (4, 4));
+}
+
 fn agent_config() -> AgentConfig {
     let mut a = AgentConfig::default();
     a.weights.min_update_interval_us = 0;

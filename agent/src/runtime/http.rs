@@ -219,7 +219,7 @@ const FAMILIES: [Family; 18] = [
     family(
         Gauge,
         "fabricflow_agent_plan_ready",
-        "1 once decision points are learned.",
+        "1 once the controller's plan is learned (it may have no decision point).",
         |v| per_switch(v.session.plan_ready),
     ),
     family(
@@ -488,7 +488,7 @@ mod tests {
 # TYPE fabricflow_agent_connected gauge
 fabricflow_agent_connected{switch="s0"} 1
 fabricflow_agent_connected{switch="s1"} 0
-# HELP fabricflow_agent_plan_ready 1 once decision points are learned.
+# HELP fabricflow_agent_plan_ready 1 once the controller's plan is learned (it may have no decision point).
 # TYPE fabricflow_agent_plan_ready gauge
 fabricflow_agent_plan_ready{switch="s0"} 1
 fabricflow_agent_plan_ready{switch="s1"} 0

@@ -225,7 +225,9 @@ fn reconfigure_cp(
     if !cfg.runtime.emulated_cp.enabled {
         return off("disabled by configuration".to_owned());
     }
-    let Some(plan) = session.plan().filter(|p| !p.is_empty()) else {
+    // A plan without decision points still has fabric ports to watch (a fat-tree's top level:
+    // its down links are where contention towards a leaf shows).
+    let Some(plan) = session.plan().filter(|p| p.is_installed()) else {
         return off("no plan yet".to_owned());
     };
     let Some(mac) = session.switch_mac() else {

@@ -96,7 +96,16 @@ fn running(groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
     connect(session(), groups)
 }
 
-fn connect(mut s: Session, groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
+fn connect(s: Session, groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
+    connect_with(s, groups, plan_flows())
+}
+
+/// Connects and answers the plan read with `groups` and `flows`.
+fn connect_with(
+    mut s: Session,
+    groups: Vec<GroupDesc>,
+    flows: Vec<FlowStats>,
+) -> (Session, Vec<Message>) {
     let hs = connect_at(&mut s, 0);
     let gx = xid_of(
         &hs,
@@ -113,7 +122,7 @@ fn connect(mut s: Session, groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
     );
     feed(
         &mut s,
-        &Message::multipart_reply(fx, 0, MultipartReplyBody::Flow(plan_flows())),
+        &Message::multipart_reply(fx, 0, MultipartReplyBody::Flow(flows)),
         MS,
     );
     (s, hs)
@@ -291,9 +300,14 @@ fn cnms_from_host_ports_malformed_or_before_the_plan_are_counted_and_dropped() {
     assert!(group_mods(&drain(&mut s)).is_empty());
 }
 
+fn is_group_desc_request(m: &Message) -> bool {
+    matches!(&m.body, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc))
+}
+
 #[test]
 fn a_switch_without_the_plan_is_waited_for() {
-    let (mut s, _) = running(vec![]);
+    // No controller flow and no decision point: the controller has not programmed it yet.
+    let (mut s, _) = connect_with(session(), vec![], vec![]);
     assert!(!s.status().plan_ready);
     assert!(s.take_plan_changed());
     // The next read comes at the refresh period.
@@ -301,7 +315,83 @@ fn a_switch_without_the_plan_is_waited_for() {
     assert!(t <= 5_000 * MS);
     s.on_timer(5_000 * MS + MS);
     let msgs = drain(&mut s);
-    assert!(msgs.iter().any(|m| matches!(&m.body, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc))));
+    assert!(msgs.iter().any(is_group_desc_request));
+}
+
+/// A fat-tree's top switch: the controller's flows, among them transit rules down to groups 0
+/// and 7 on ports 1 and 2, and no SELECT group (every route there is minimal).
+fn top_switch_flows() -> Vec<FlowStats> {
+    let cookie = PlanConventions::default().cookie;
+    let down = |group: &str, port: u32| {
+        let m = Match::new().with(OxmField::EthDst {
+            value: group.parse().unwrap(),
+            mask: Some("ff:ff:ff:ff:00:00".parse().unwrap()),
+        });
+        crate::plan::tests::flow(2, cookie, m, out(port))
+    };
+    let classify = crate::plan::tests::flow(
+        0,
+        cookie,
+        Match::new().with(OxmField::InPort(1)),
+        vec![Action::Output {
+            port: OFPP_CONTROLLER,
+            max_len: 0xffff,
+        }],
+    );
+    vec![
+        classify,
+        down("02:00:00:00:00:00", 1),
+        down("02:00:00:07:00:00", 2),
+    ]
+}
+
+#[test]
+fn a_plan_without_decision_points_is_ready_with_nothing_to_adapt() {
+    let (mut s, _) = connect_with(session(), vec![], top_switch_flows());
+    let st = s.status();
+    assert!(st.connected);
+    assert!(
+        st.plan_ready,
+        "the controller's plan is installed: nothing to wait for"
+    );
+    assert!(st.groups.is_empty());
+    assert!(s.take_plan_changed(), "the emulated CP starts on its ports");
+    let plan = s.plan().unwrap();
+    assert!(plan.is_installed() && plan.is_empty());
+    assert_eq!(
+        plan.fabric_ports.iter().copied().collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert_eq!(s.policy().ports(), &[1, 2]);
+    // A CNM from a fabric port is accepted, and there is nothing to write.
+    feed(&mut s, &packet_in(2, cnm_frame(63)), 2 * MS);
+    assert_eq!(s.counters().cnm_received, 1);
+    assert!(group_mods(&drain(&mut s)).is_empty());
+    // The periodic read finds the same plan: still ready, nothing changed.
+    s.on_timer(5_000 * MS + MS);
+    let msgs = drain(&mut s);
+    assert!(msgs.iter().any(is_group_desc_request));
+    let reads = s.counters().plan_reads;
+    let xid = |pred: fn(&Message) -> bool| msgs.iter().find(|m| pred(m)).unwrap().xid;
+    let gx = xid(is_group_desc_request);
+    let fx = xid(
+        |m| matches!(&m.body, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))),
+    );
+    let now = 5_000 * MS + 2 * MS;
+    feed(
+        &mut s,
+        &Message::multipart_reply(gx, 0, MultipartReplyBody::GroupDesc(vec![])),
+        now,
+    );
+    feed(
+        &mut s,
+        &Message::multipart_reply(fx, 0, MultipartReplyBody::Flow(top_switch_flows())),
+        now,
+    );
+    assert_eq!(s.counters().plan_reads, reads + 1);
+    assert!(s.status().plan_ready);
+    assert!(!s.take_plan_changed());
+    assert_eq!(s.counters().plan_changes, 1);
 }
 
 #[test]

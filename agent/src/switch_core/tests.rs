@@ -218,7 +218,7 @@ fn select_follows_the_installed_weights_bucket_by_bucket() {
 }
 
 #[test]
-fn an_empty_plan_keeps_p_and_the_weights() {
+fn a_switch_without_the_plan_keeps_p_and_the_weights() {
     let mut c = core(crate::policy::Variant::Base, 0);
     c.learn(plan([255, 0, 1]), 0, 0);
     c.on_cnm(3, to7(), 64, MS);
@@ -226,8 +226,51 @@ fn an_empty_plan_keeps_p_and_the_weights() {
     let p = c.policy().p_percent(3);
     assert_eq!(
         c.learn(LearnedPlan::default(), c.write_seq(), 2 * MS),
-        Learned::Empty
+        Learned::NotInstalled
     );
     assert_eq!(c.policy().p_percent(3), p);
     assert!(c.weights().installed(1003).is_some());
+}
+
+/// A fat-tree's top switch: transit flows down to groups 0 and 1 on ports 1 and 2, no group.
+fn top_plan() -> LearnedPlan {
+    let flows = [
+        flow(2, "02:00:00:00:00:00", Some("ff:ff:ff:ff:00:00"), out(1)),
+        flow(2, "02:00:00:01:00:00", Some("ff:ff:ff:ff:00:00"), out(2)),
+    ];
+    LearnedPlan::learn(&PlanConventions::default(), &[], &flows)
+}
+
+#[test]
+fn an_installed_plan_without_decision_points_is_learned_and_writes_nothing() {
+    let mut c = core(crate::policy::Variant::SourceProcessing, 0);
+    let top = top_plan();
+    assert!(top.is_installed() && top.is_empty());
+    assert_eq!(c.learn(top_plan(), 0, 0), Learned::Changed);
+    assert_eq!(c.learn(top_plan(), 0, MS), Learned::Unchanged);
+    assert_eq!(c.counters().plan_changes, 1);
+    // Its fabric ports are the policy's, so its congestion point has feedback to keep.
+    assert_eq!(c.policy().p_percent(1), Some(100.0));
+    assert_eq!(c.policy().p_percent(2), Some(100.0));
+    let sample = CongestionSample {
+        port: 1,
+        qntz_fb: 63,
+        culprit: Culprit {
+            src: mac("02:00:00:01:00:01"),
+            dst: mac("02:00:00:00:00:01"),
+        },
+    };
+    assert_eq!(c.on_congestion(&sample, 2 * MS), CnmRoute::Fabric);
+    assert_eq!(c.minimal_port_towards(sample.culprit.dst), None);
+    c.on_cnm(2, sample.culprit.src, 63, 3 * MS);
+    c.on_tick(4 * MS);
+    assert!(
+        writes(&mut c).is_empty(),
+        "no decision point, nothing to write"
+    );
+    // A plan that loses its last decision point forgets it.
+    assert_eq!(c.learn(plan([255, 0, 1]), 0, 5 * MS), Learned::Changed);
+    assert!(c.weights().installed(1003).is_some());
+    assert_eq!(c.learn(top_plan(), 0, 6 * MS), Learned::Changed);
+    assert!(c.weights().installed(1003).is_none());
 }
