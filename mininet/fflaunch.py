@@ -478,10 +478,8 @@ class FabricNet:
             ok = {s.get("dpid", "").removeprefix("0x").zfill(16) for s in items
                   if s.get("connected") and s.get("synced")}
             return want <= ok
-        try:
-            wait_until(all_synced, 90, "controller: every switch connected and synced", 0.5)
-        except TimeoutError as e:
-            raise TimeoutError(f"{e}; log tail:\n{self.log_tail('controller.log')}") from None
+        self._wait_logged(all_synced, 90, "controller: every switch connected and synced",
+                          "controller.log")
 
     def controller_config_doc(self):
         """controller.toml as a dict: the harness's keys, then the layers of the docstring."""
@@ -552,10 +550,15 @@ class FabricNet:
             ready = {n for n, v in st.items()
                      if v["session"]["connected"] and v["session"]["plan_ready"]}
             return names <= ready
+        self._wait_logged(all_ready, 60, "agent: every switch connected with its plan",
+                          "agent.log")
+
+    def _wait_logged(self, cond, timeout, what, log):
+        """wait_until(cond), a timeout carrying the tail of the daemon's log."""
         try:
-            wait_until(all_ready, 60, "agent: every switch connected with its plan", 0.5)
+            wait_until(cond, timeout, what, 0.5)
         except TimeoutError as e:
-            raise TimeoutError(f"{e}; log tail:\n{self.log_tail('agent.log')}") from None
+            raise TimeoutError(f"{e}; log tail:\n{self.log_tail(log)}") from None
 
     def agent_state(self):
         """The agent's `/api/v1/state` (switch name -> view)."""

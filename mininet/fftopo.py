@@ -116,26 +116,24 @@ class Fabric:
     sw_long: dict = field(default_factory=dict)     # short -> JSON name
     host_long: dict = field(default_factory=dict)
 
+    @staticmethod
+    def _name(node, s, what, iface_suffix, short, long):
+        """Records short name `s` of `node`; Mininet names its interfaces `<short><suffix>`,
+        at most 15 characters, and short names must be unique."""
+        if len(s) + len(iface_suffix) > 15:
+            raise ValueError(f"{what} name {s} too long for interface names")
+        if s in long:
+            raise ValueError(f"{what}s {long[s]!r} and {node['name']!r} share the short name {s}")
+        short[node["name"]], long[s] = s, node["name"]
+
     @classmethod
     def load(cls, spec):
         f = cls(spec, export_fabric(spec))
         kind = f.doc.get("kind")
         for sw in f.doc["switches"]:
-            s = short_switch(sw, kind)
-            if len(s) + len("-eth99") > 15:
-                raise ValueError(f"switch name {s} too long for interface names")
-            if s in f.sw_long:
-                raise ValueError(f"switches {f.sw_long[s]!r} and {sw['name']!r} share the "
-                                 f"short name {s}")
-            f.sw_short[sw["name"]], f.sw_long[s] = s, sw["name"]
+            f._name(sw, short_switch(sw, kind), "switch", "-eth99", f.sw_short, f.sw_long)
         for h in f.doc["hosts"]:
-            s = short_host(h, kind)
-            if len(s) + len("-eth0") > 15:
-                raise ValueError(f"host name {s} too long for interface names")
-            if s in f.host_long:
-                raise ValueError(f"hosts {f.host_long[s]!r} and {h['name']!r} share the "
-                                 f"short name {s}")
-            f.host_short[h["name"]], f.host_long[s] = s, h["name"]
+            f._name(h, short_host(h, kind), "host", "-eth0", f.host_short, f.host_long)
         return f
 
     @property

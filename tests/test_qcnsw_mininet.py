@@ -139,19 +139,23 @@ class QcnswTests(unittest.TestCase):
         self.assertEqual(our_links(), [], "interfaces left behind")
         t("done", self.t0)
 
+    def _all_pairs_answer(self, fn):
+        """Every ordered host pair answers a first ping (retried: ARP) and then two more."""
+        first = measure.all_pairs_ping(fn, count=1, retry=True)
+        n = len(fn.net.hosts)
+        self.assertEqual(len(first), n * (n - 1))
+        self.assertEqual(sorted(p for p, ok in first.items() if not ok), [])
+        again = measure.all_pairs_ping(fn, count=2, retry=False)
+        self.assertEqual(sorted(p for p, ok in again.items() if not ok), [])
+        t(f"{len(again)} pairs, 0 % loss", self.t0)
+
     def test_controller_mode_all_pairs_ping(self):
         """The real controller runtime programs a Mininet fabric: every pair answers (the
         fabric's own ARP replies, no static ARP), and teardown kills the controller."""
         with FabricNet("dragonfly:p=1,a=2,h=1", PING_RATES, mode="controller") as fn:
             t(f"up and synced {fn.timings}", self.t0)
             ctl = fn.procs[0]
-            first = measure.all_pairs_ping(fn, count=1, retry=True)
-            n = len(fn.net.hosts)
-            self.assertEqual(len(first), n * (n - 1))
-            self.assertEqual(sorted(p for p, ok in first.items() if not ok), [])
-            again = measure.all_pairs_ping(fn, count=2, retry=False)
-            self.assertEqual(sorted(p for p, ok in again.items() if not ok), [])
-            t(f"{len(again)} pairs, 0 % loss", self.t0)
+            self._all_pairs_answer(fn)
         self.assertIsNotNone(ctl.poll(), "controller still running after teardown")
 
     def test_fattree_bring_up_every_level_ready_and_all_pairs_ping(self):
@@ -172,13 +176,7 @@ class QcnswTests(unittest.TestCase):
                                  f"{name}: decision points only at the leaves")
             wait_until(lambda: all(v["emulated_cp"] for v in fn.agent_state().values()), 10,
                        "the emulated CP on every switch", 0.2)
-            first = measure.all_pairs_ping(fn, count=1, retry=True)
-            n = len(fn.net.hosts)
-            self.assertEqual(len(first), n * (n - 1))
-            self.assertEqual(sorted(p for p, ok in first.items() if not ok), [])
-            again = measure.all_pairs_ping(fn, count=2, retry=False)
-            self.assertEqual(sorted(p for p, ok in again.items() if not ok), [])
-            t(f"{len(again)} pairs, 0 % loss", self.t0)
+            self._all_pairs_answer(fn)
             procs = list(fn.procs)
         self.assertTrue(all(p.poll() is not None for p in procs),
                         "controller or agent still running after teardown")
