@@ -100,6 +100,20 @@ fn connect(s: Session, groups: Vec<GroupDesc>) -> (Session, Vec<Message>) {
     connect_with(s, groups, plan_flows())
 }
 
+/// The xids of the plan read among `sent`: (GROUP_DESC request, FLOW request).
+fn plan_read_xids(sent: &[Message]) -> (u32, u32) {
+    use fabricflow_proto::openflow::multipart::MultipartRequestBody as Req;
+    let gx = xid_of(
+        sent,
+        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, Req::GroupDesc)),
+    );
+    let fx = xid_of(
+        sent,
+        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, Req::Flow(_))),
+    );
+    (gx, fx)
+}
+
 /// Connects and answers the plan read with `groups` and `flows`.
 fn connect_with(
     mut s: Session,
@@ -107,14 +121,7 @@ fn connect_with(
     flows: Vec<FlowStats>,
 ) -> (Session, Vec<Message>) {
     let hs = connect_at(&mut s, 0);
-    let gx = xid_of(
-        &hs,
-        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc)),
-    );
-    let fx = xid_of(
-        &hs,
-        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))),
-    );
+    let (gx, fx) = plan_read_xids(&hs);
     feed(
         &mut s,
         &Message::multipart_reply(gx, 0, MultipartReplyBody::GroupDesc(groups)),
@@ -468,14 +475,7 @@ fn relearning_an_unchanged_plan_writes_nothing_and_keeps_p() {
     // Reconnect (bridge re-created with the weights we wrote).
     s.on_disconnected();
     let hs = connect_at(&mut s, 10 * MS);
-    let gx = xid_of(
-        &hs,
-        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc)),
-    );
-    let fx = xid_of(
-        &hs,
-        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))),
-    );
+    let (gx, fx) = plan_read_xids(&hs);
     let mut g = plan_groups();
     for (b, w) in g[0].buckets.iter_mut().zip([129, 126, 1]) {
         b.weight = w;
@@ -495,14 +495,7 @@ fn relearning_an_unchanged_plan_writes_nothing_and_keeps_p() {
     // A re-created bridge with the controller's initial weights gets P's weights back.
     s.on_disconnected();
     let hs = connect_at(&mut s, 20 * MS);
-    let gx = xid_of(
-        &hs,
-        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc)),
-    );
-    let fx = xid_of(
-        &hs,
-        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))),
-    );
+    let (gx, fx) = plan_read_xids(&hs);
     feed(
         &mut s,
         &Message::multipart_reply(gx, 0, MultipartReplyBody::GroupDesc(plan_groups())),
@@ -525,14 +518,7 @@ fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
     agent.policy.variant = crate::policy::Variant::SourceProcessing;
     let mut s = Session::new(SessionConfig::default(), &agent).unwrap();
     let hs = connect_at(&mut s, 0);
-    let gx = xid_of(
-        &hs,
-        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::GroupDesc)),
-    );
-    let fx = xid_of(
-        &hs,
-        |b| matches!(b, Body::MultipartRequest(r) if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::Flow(_))),
-    );
+    let (gx, fx) = plan_read_xids(&hs);
     feed(
         &mut s,
         &Message::multipart_reply(gx, 0, MultipartReplyBody::GroupDesc(plan_groups())),
