@@ -134,11 +134,11 @@ pub struct EmulatedCpConfig {
     /// Default 100 000. A sample reads its own port's backlog when it happens, so this period
     /// only bounds how stale the metrics/API gauge is (and how long a stop takes).
     pub queue_poll_period_us: u64,
-    /// How long the sampling thread sleeps between two drains of its packet socket, µs.
-    /// Default 2000. The thread never blocks on the socket: a reader waiting in `recv` is woken
-    /// by every transmitted frame, in the transmitting thread — on Open vSwitch's userspace
-    /// datapath, the one thread that forwards every packet. Draining in batches delays a sample
-    /// (and its CNM) by at most this period.
+    /// After a drain that found frames, how long the sampling thread sleeps before the next, µs.
+    /// Default 2000. A reader woken by every frame would be woken in the transmitting thread —
+    /// on Open vSwitch's userspace datapath, the one thread that forwards every packet — so a
+    /// busy CP drains at most once per period (delaying a sample and its CNM by at most this);
+    /// after a drain that found nothing it blocks until a port filter passes a frame.
     pub batch_period_us: u64,
     /// PACKET_OUT in_port of injected CNMs; absent = OFPP_CONTROLLER (default). The plan's
     /// table 0 must forward CNMs from this in_port towards their destination (transit), not to

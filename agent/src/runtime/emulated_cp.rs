@@ -8,7 +8,8 @@
 //!   180 fabric ports) 180 000 requests/s. Every `queue_poll_period` it also refreshes the
 //!   backlog gauge of every port (metrics, API);
 //! - it receives transmitted frames from one `AF_PACKET` socket (ETH_P_ALL) per fabric port,
-//!   bound to the port's interface ([`port_socket`]), drained every `batch_period`. The
+//!   bound to the port's interface ([`port_socket`]), drained at most every `batch_period`
+//!   while frames come and waited on with `poll` when none do. The
 //!   socket's classic BPF filter ([`data_sample_on`]) passes only *data* frames transmitted on
 //!   that interface, and of those only one in `divisor`, drawn with the kernel's random number:
 //!   the CP needs one sample per sampling interval (tens of frames at low feedback), not every
@@ -41,6 +42,7 @@ use fabricflow_proto::cnm::{Cnm, Cpid};
 use fabricflow_proto::ethernet::EthernetView;
 use fabricflow_proto::MacAddr;
 use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{
     recv, recvfrom, send, setsockopt, socket, sockopt, AddressFamily, LinkAddr, MsgFlags, SockFlag,
     SockProtocol, SockType,
@@ -247,6 +249,8 @@ pub fn spawn(
             let mut next_poll = Instant::now();
             let mut buf = vec![0u8; 2048];
             let mut cursor = 0usize;
+            // Frames received in the current sweep over the sockets.
+            let mut swept = 0u64;
             let start = Instant::now();
             while !stop2.load(Ordering::Relaxed) {
                 if Instant::now() >= next_poll {
@@ -276,11 +280,22 @@ pub fn spawn(
                 // One drain of every port's socket per batch period.
                 let Some((pkt, _)) = socks.get(cursor) else {
                     cursor = 0;
-                    std::thread::sleep(batch);
+                    if swept > 0 {
+                        // Let the next frames gather: at most one sweep per batch period.
+                        std::thread::sleep(batch);
+                    } else {
+                        // Nothing came: sleep until a filter passes a frame (or the gauge is
+                        // due), so an idle or lightly sampled port costs no wake-ups.
+                        wait_readable(&socks, next_poll.saturating_duration_since(Instant::now()));
+                    }
+                    swept = 0;
                     continue;
                 };
                 let (n, addr) = match recvfrom::<LinkAddr>(pkt.as_raw_fd(), &mut buf) {
-                    Ok(r) => r,
+                    Ok(r) => {
+                        swept += 1;
+                        r
+                    }
                     Err(Errno::EINTR) => continue,
                     Err(_) => {
                         // EAGAIN: this socket is drained, on to the next.
@@ -402,6 +417,19 @@ pub fn spawn(
             }
         })?;
     Ok(CpHandle { stop, status })
+}
+
+/// Blocks until one of `socks` has a frame to read, or `timeout` passes.
+fn wait_readable(socks: &[(socket2::Socket, u32)], timeout: Duration) {
+    use std::os::fd::AsFd;
+    let mut fds: Vec<PollFd<'_>> = socks
+        .iter()
+        .map(|(s, _)| PollFd::new(s.as_fd(), PollFlags::POLLIN))
+        .collect();
+    // A timeout beyond poll's range (never, for the gauge period) waits the longest it can.
+    let timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
+    // EINTR or any other failure: the caller sweeps the sockets again, which is always safe.
+    let _ = poll(&mut fds, timeout);
 }
 
 /// A non-blocking packet socket receiving one in `divisor` of the data frames transmitted on
