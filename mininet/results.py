@@ -17,7 +17,7 @@ def max_aggregate(bound, routing):
     """The maximum aggregate throughput (Mb/s) of `routing` in a `fabricflow-controller bound`
     result ({routing: entry}, traffic.bound), None if it was not computed."""
     entry = (bound or {}).get(routing) if routing else None
-    return entry["max_aggregate_mbps"] if entry else None
+    return round(entry["max_aggregate_mbps"], 4) if entry else None
 
 
 def fraction(measured, ceiling):
