@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{BoundError, Network, PathSet};
 use crate::pipeline::{End, SelectMode, Walker};
 use crate::plan::{GroupType, Plan, PlanOptions};
+use crate::routes::Routes;
 use crate::topology::{Fabric, HostId, SwitchId};
 
 /// Per (source switch, destination switch): the distinct switch-to-switch arc sequences a packet
@@ -74,4 +75,46 @@ pub(super) fn valiant(
         out.insert((s, t), found.into_iter().collect());
     }
     Ok(out)
+}
+
+/// Above this many minimal paths for one pair the LP takes the minimal DAG's edge formulation
+/// instead (a k-ary n-tree has k^(n-1) per pair of distant leaves).
+pub(super) const MAX_MINIMAL_PATHS: usize = 16;
+
+/// Every pair's minimal paths (arc sequences along [`Routes::minimal`]), or `None` if a pair has
+/// more than [`MAX_MINIMAL_PATHS`] or no route.
+pub(super) fn minimal(
+    net: &Network,
+    routes: &Routes,
+    pairs: &[(SwitchId, SwitchId)],
+) -> Option<PathSet> {
+    let mut out = PathSet::new();
+    for &(s, t) in pairs {
+        let mut found = Vec::new();
+        let mut stack = vec![(s, Vec::new())];
+        while let Some((v, path)) = stack.pop() {
+            if v == t {
+                found.push(path);
+                if found.len() > MAX_MINIMAL_PATHS {
+                    return None;
+                }
+                continue;
+            }
+            // Costs strictly decrease along minimal ports, so this ends; a dead end (no port) is
+            // an unreachable destination.
+            for &p in routes.minimal(v, t) {
+                let a = net.arc(v, p)?;
+                let next = net.arcs.get(a)?.to;
+                let mut longer = path.clone();
+                longer.push(a);
+                stack.push((next, longer));
+            }
+        }
+        if found.is_empty() {
+            return None;
+        }
+        found.sort_unstable();
+        out.insert((s, t), found);
+    }
+    Some(out)
 }

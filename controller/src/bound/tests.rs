@@ -318,3 +318,37 @@ fn names_parse_and_print_back() {
         assert_eq!(m.to_string().parse::<DemandModel>().unwrap(), m);
     }
 }
+
+#[test]
+fn minimal_paths_and_the_minimal_dag_give_the_same_ceiling() {
+    // The path formulation stands in for the DAG's edge formulation where pairs have few
+    // minimal paths; both must agree, on a Dragonfly (one path) and a fat-tree (up to 4).
+    for (spec, pattern) in [
+        ("dragonfly:p=1,a=4,h=2", "uniform"),
+        ("dragonfly:p=2,a=2,h=1", "adv+1"),
+        ("fattree:k=4,n=3", "uniform"),
+    ] {
+        let f = fabric(spec);
+        let r = rates(5.0, 2.5);
+        let d = flows(&f, pattern, 5.0);
+        let prepared = Prepared::new(&f, &r, &d, &[Routing::Minimal, Routing::Adaptive]).unwrap();
+        assert!(prepared.minimal.is_some(), "{spec}");
+        for routing in [Routing::Minimal, Routing::Adaptive] {
+            let by_paths = prepared.solve(routing).unwrap();
+            let dag = lp::Problem {
+                fabric: &f,
+                net: &prepared.net,
+                host_mbps: r.host,
+                demands: &d,
+                pairs: &prepared.pairs,
+                arcs: lp::Arcs::Minimal(prepared.routes.as_ref().unwrap()),
+                paths: (routing == Routing::Adaptive).then_some(&prepared.valiant),
+                routing,
+            };
+            let (agg, _) = dag.solve(lp::Objective::MaxAggregate).unwrap();
+            let (lambda, _) = dag.solve(lp::Objective::Concurrent).unwrap();
+            close(by_paths.max_aggregate_mbps, agg);
+            close(by_paths.lambda, lambda);
+        }
+    }
+}
