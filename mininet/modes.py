@@ -49,6 +49,17 @@ class Mode:
         """The same mode programmed by the controller runtime (`run.py --program controller`)."""
         return dataclasses.replace(self, program="controller")
 
+    def ceiling(self):
+        """The `fabricflow-controller bound --routing` whose paths this mode can use, for its
+        summary's ceiling_mbps: a static P = 100 plan routes minimally, P = 0 over the planner's
+        Valiant paths; anything whose P lies between, or that an agent moves, mixes the two
+        (adaptive)."""
+        if self.agent_variant is None and self.p_minimal >= 100:
+            return "minimal"
+        if self.agent_variant is None and self.p_minimal <= 0:
+            return "valiant"
+        return "adaptive"
+
     def as_dict(self):
         return dataclasses.asdict(self)
 

@@ -9,7 +9,19 @@ import measure
 
 # Per-run figures that a mode reports as the median over its repeats (robust to one run hit by
 # this shared machine's load).
-MEDIAN_KEYS = ("aggregate_mbps", "flow_min_mbps", "flow_median_mbps", "flow_max_mbps", "jain")
+MEDIAN_KEYS = ("aggregate_mbps", "flow_min_mbps", "flow_median_mbps", "flow_max_mbps", "jain",
+               "optimum_mbps", "fraction_of_optimum", "ceiling_mbps", "fraction_of_ceiling")
+
+
+def max_aggregate(bound, routing):
+    """The maximum aggregate throughput (Mb/s) of `routing` in a `fabricflow-controller bound`
+    result ({routing: entry}, traffic.bound), None if it was not computed."""
+    entry = (bound or {}).get(routing) if routing else None
+    return round(entry["max_aggregate_mbps"], 4) if entry else None
+
+
+def fraction(measured, ceiling):
+    return round(measured / ceiling, 4) if measured is not None and ceiling else None
 
 
 @dataclass
@@ -36,9 +48,22 @@ class RunResult:
     wall_s: float = 0.0
     # % of one core over the traffic: ovs-vswitchd and the controller/agent (measure.CpuMeter).
     cpu_percent: dict = field(default_factory=dict)
+    # traffic.bound() for this run's flows (its seed) and rates: routing -> LP result; None when
+    # it could not be computed (the run's figures stand without it).
+    bound: dict | None = None
+    ceiling_routing: str | None = None  # modes.Mode.ceiling(): the routing of this mode's paths
 
     def stats(self):
-        return measure.flow_stats(self.per_flow_mbps)
+        """Flow statistics and how they compare with the optimum (any routing, maximum
+        aggregate throughput of the same flows at the same rates) and the mode's own ceiling."""
+        out = measure.flow_stats(self.per_flow_mbps)
+        optimum = max_aggregate(self.bound, "any")
+        ceiling = max_aggregate(self.bound, self.ceiling_routing)
+        agg = out["aggregate_mbps"]
+        out.update(optimum_mbps=optimum, fraction_of_optimum=fraction(agg, optimum),
+                   ceiling_routing=self.ceiling_routing, ceiling_mbps=ceiling,
+                   fraction_of_ceiling=fraction(agg, ceiling))
+        return out
 
     def to_json(self):
         return dict(self.stats(), seed=self.seed, csv=self.csv, p_csv=self.p_csv,
@@ -76,6 +101,7 @@ class ModeResult:
         out = self.medians()
         out.update({
             "flows": r0.stats()["flows"],
+            "ceiling_routing": r0.ceiling_routing,
             "runs": [r.to_json() for r in self.runs],
             "cnms_generated": r0.cnms_generated, "group_modifies": r0.group_modifies,
             "group0_accepted_mbps": {k: round(v, 3) for k, v in r0.group0_accepted_mbps.items()},
@@ -100,10 +126,17 @@ class Summary:
     tcp_cc: str
     link_rates_mbps: dict
     modes: dict = field(default_factory=dict)  # mode name -> ModeResult
+    bounds: dict = field(default_factory=dict)  # seed -> traffic.bound() of that seed's flows
+
+    def optimum_mbps(self):
+        """The optimum (any routing) of the first seed's flows; each run has its own seed's."""
+        return max_aggregate(self.bounds.get(self.seed), "any")
 
     def to_json(self):
         return {"topology": self.topology, "traffic": self.traffic,
                 "duration_s": self.duration_s, "warmup_s": self.warmup_s, "seed": self.seed,
                 "repeat": self.repeat, "streams_per_flow": self.streams_per_flow,
                 "tcp_cc": self.tcp_cc, "link_rates_mbps": self.link_rates_mbps,
-                "modes": {name: m.to_json() for name, m in self.modes.items()}}
+                "modes": {name: m.to_json() for name, m in self.modes.items()},
+                "optimum_mbps": self.optimum_mbps(),
+                "bounds": {str(seed): b for seed, b in self.bounds.items()}}

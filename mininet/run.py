@@ -12,6 +12,10 @@ variant, emulated congestion point). Traffic: the controller's pattern registry
 
 Writes DIR/<mode>-r<N>.csv (time, flow, mbps), DIR/summary.json (results.Summary, with each
 mode's settings), DIR/throughput.png, DIR/group0-switches.png, and prints a summary table.
+Each run's aggregate is also compared with the throughput optimum of its flows at the run's link
+rates (`fabricflow-controller bound`: `optimum_mbps`, any routing, and `fraction_of_optimum`) and
+with its mode's own ceiling (`ceiling_mbps`, `fraction_of_ceiling`: minimal paths for minimal,
+the planner's Valiant paths for valiant, both for the QCN-SW modes).
 """
 
 import argparse
@@ -61,8 +65,23 @@ def steady(pts, args):
     return [v for t, v in pts if args.warmup < t <= args.duration + 0.5]
 
 
-def run_one(args, rates, mode, rep, outdir):
-    """One run of `mode` (a modes.Mode) with seed `args.seed + rep`: a RunResult."""
+def compute_bounds(args, rates):
+    """{seed: traffic.bound()} for every repeat's seed; a seed whose bound fails maps to None
+    (warned), so a run never fails for want of its ceiling."""
+    out = {}
+    for rep in range(args.repeat):
+        seed = args.seed + rep
+        try:
+            out[seed] = traffic.bound(args.topology, args.traffic, seed, rates)
+        except ValueError as e:
+            print(f"   warning: no throughput optimum for seed {seed}: {e}", flush=True)
+            out[seed] = None
+    return out
+
+
+def run_one(args, rates, mode, rep, outdir, bound=None):
+    """One run of `mode` (a modes.Mode) with seed `args.seed + rep`: a RunResult; `bound` is
+    traffic.bound() of that seed's flows."""
     seed = args.seed + rep
     keep = outdir / f"{mode.name}-r{rep}-logs" if mode.program == "controller" else None
     with FabricNet.for_mode(args.topology, rates, mode, keep_logs=keep) as fn:
@@ -129,7 +148,7 @@ def run_one(args, rates, mode, rep, outdir):
         group0_p_median={f"{sw}:{port}": round(statistics.median(v), 1)
                          for (sw, port), v in _p_window(p_series, args, group0).items()},
         csv=str(csv_path), p_csv=str(p_csv) if p_csv else None, settings=settings,
-        cpu_percent=cpu_percent)
+        cpu_percent=cpu_percent, bound=bound, ceiling_routing=mode.ceiling())
 
 
 def _p_window(p_series, args, switches):
@@ -172,13 +191,13 @@ def main(argv=None):
     summary = Summary(topology=args.topology, traffic=args.traffic, duration_s=args.duration,
                       warmup_s=args.warmup, seed=args.seed, repeat=args.repeat,
                       streams_per_flow=args.streams, tcp_cc=args.tcp_cc,
-                      link_rates_mbps=rates.as_dict())
+                      link_rates_mbps=rates.as_dict(), bounds=compute_bounds(args, rates))
     for mode in modes:
         result = ModeResult(mode.name, mode.as_dict())
         for rep in range(args.repeat):
             t0 = time.monotonic()
             print(f"== {mode.name} run {rep + 1}/{args.repeat}", flush=True)
-            r = run_one(args, rates, mode, rep, out)
+            r = run_one(args, rates, mode, rep, out, summary.bounds.get(args.seed + rep))
             r.wall_s = round(time.monotonic() - t0, 1)
             result.runs.append(r)
         summary.modes[mode.name] = result
@@ -212,9 +231,14 @@ def print_table(summary):
           f"(first {summary.get('warmup_s', 1.0):g} s not counted)  links host {r['host']} / "
           f"local {r['local']} / global {r['global']} Mb/s, queues {r['queue_pkts']} pkts, "
           f"TCP {summary.get('tcp_cc', '?')}")
+    opt = summary.get("optimum_mbps")
+    if opt is not None:
+        print(f"throughput optimum of seed {summary['seed']}'s flows (any routing, "
+              f"fabricflow-controller bound): {opt:.2f} Mb/s")
     w = max([16] + [len(m) + 2 for m in summary["modes"]])
     hdr = f"{'mode':<{w}}{'flows':>6}{'aggr Mb/s':>11}{'min':>8}{'median':>8}{'max':>8}" \
-          f"{'Jain':>7}{'CNMs':>7}{'MODs':>7}{'vswitchd%':>10}{'agent%':>7}"
+          f"{'Jain':>7}{'CNMs':>7}{'MODs':>7}{'of opt':>8}{'ceiling':>20}{'of ceil':>9}" \
+          f"{'vswitchd%':>10}{'agent%':>7}"
     print(hdr)
     print("-" * len(hdr))
     for mode, s in summary["modes"].items():
@@ -222,9 +246,13 @@ def print_table(summary):
 
         def f(v, w, p=2):
             return f"{'-':>{w}}" if v is None else f"{v:>{w}.{p}f}"
+        ceiling = "-" if s.get("ceiling_mbps") is None else \
+            f"{s['ceiling_routing']} {s['ceiling_mbps']:.2f}"
         print(f"{mode:<{w}}{s['flows']:>6}{f(s['aggregate_mbps'], 11)}{f(s['flow_min_mbps'], 8)}"
               f"{f(s['flow_median_mbps'], 8)}{f(s['flow_max_mbps'], 8)}{f(s['jain'], 7, 3)}"
               f"{f(s['cnms_generated'], 7, 0)}{f(s['group_modifies'], 7, 0)}"
+              f"{f(s.get('fraction_of_optimum'), 8, 3)}{ceiling:>20}"
+              f"{f(s.get('fraction_of_ceiling'), 9, 3)}"
               f"{f(cpu.get('ovs-vswitchd'), 10, 0)}{f(cpu.get('agent'), 7, 0)}")
 
 

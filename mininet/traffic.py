@@ -8,6 +8,10 @@ group G+K's hosts; hotspot: C = 4 contributors outside the hot host's group send
 a derangement among themselves, the hot host only receives). Same topology, pattern and seed:
 the same flows.
 
+:func:`bound` asks ``fabricflow-controller bound`` for the throughput optimum of the same flows
+on the same fabric at the run's link rates (multi-commodity flow LPs, controller/src/bound/): the
+ceiling that ``fraction_of_optimum`` in summary.json divides by.
+
 Flows are iperf3 TCP with several parallel streams (``-P 4``: OVS's select hash covers TCP ports,
 so the streams of one flow can take different buckets; UDP ports are not hashed), one server per
 flow on its own port, client output ``-i 1 --json``.
@@ -35,6 +39,29 @@ def flows(fabric, name, seed):
                     "-p fabricflow-controller, or point FABRICFLOW_BIN_DIR at a newer build)")
         raise ValueError(msg)
     return [(f["src"], f["dst"]) for f in json.loads(r.stdout)["flows"]]
+
+
+# Every routing `bound` knows: any (the optimum), and each mode's own paths (modes.Mode.ceiling).
+BOUND_ROUTINGS = ("any", "minimal", "valiant", "adaptive")
+
+
+def bound(spec, name, seed, rates, routings=BOUND_ROUTINGS):
+    """{routing: {"lambda", "concurrent_mbps", "max_aggregate_mbps", "lp", "seconds"}} for the
+    flows of pattern `name` with `seed` on fabric `spec` with links at `rates` (an
+    fftopo.LinkRates): `fabricflow-controller bound --format json`. ValueError with the
+    controller's message if it refuses."""
+    cmd = [str(ensure_controller_bin()), "bound", "--topology", spec, "--traffic", name,
+           "--seed", str(int(seed)), "--routing", ",".join(routings), "--format", "json",
+           "--host-bw", str(rates.host), "--local-bw", str(rates.local),
+           "--global-bw", str(rates.glob), "--up-bw", str(rates.up),
+           "--down-bw", str(rates.down)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        msg = r.stderr.strip() or f"exit {r.returncode}"
+        if "unrecognized subcommand" in msg:
+            msg += " (a controller built before `bound` existed: cargo build --release)"
+        raise ValueError(msg)
+    return {b["routing"]: b for b in json.loads(r.stdout)["bounds"]}
 
 
 # The senders' TCP congestion control, pinned (iperf3 -C) because a Mininet host inherits the

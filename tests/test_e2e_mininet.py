@@ -127,10 +127,14 @@ class ThroughputTests(Base):
         self.assertLess(share(va), share(mn) / 2)
         # Throughput: global links (2.5 Mb/s) are the scarce resource.  Minimal routing cannot
         # carry more than 7 x 2.5 = 17.5 Mb/s (each group over its one link to the next; the
-        # shaping holds it there), Valiant spreads the groups over the others (ideal ~44).
+        # shaping holds it there), Valiant spreads the groups over the others (ideal 43.75:
+        # the other 35 global link directions, two per path; `fabricflow-controller bound`).
         # The measured figures: mininet/README.md, "QCN-SW results", Dragonfly(1,2,3); in this
         # 8 s run minimal 16.9-18.4 (htb's initial burst weighs more in a short run).
         ceiling = 7 * 2.5
+        self.assertAlmostEqual(mn["ceiling_mbps"], ceiling, places=2)
+        self.assertAlmostEqual(va["ceiling_mbps"], 43.75, places=2)
+        self.assertAlmostEqual(s["optimum_mbps"], 61.25, places=2)
         self.assertLess(mn["aggregate_mbps"], 1.2 * ceiling, "minimal above its link ceiling")
         self.assertGreater(va["aggregate_mbps"], 1.3 * ceiling, "Valiant does not beat minimal")
         for f in ("summary.json", "throughput.png", "group0-switches.png", "minimal-r0.csv"):

@@ -1,7 +1,10 @@
 """Traffic patterns as the harness runs them: the controller's registry (`fabricflow-controller
-traffic`), and the harness's data (mode registry, TOML configs, summary.json). No root, no
-Mininet start; needs the release controller (or FABRICFLOW_BIN_DIR)."""
+traffic`) and their throughput optimum (`fabricflow-controller bound`), and the harness's data
+(mode registry, TOML configs, summary.json). No root, no Mininet start; needs the release
+controller (or FABRICFLOW_BIN_DIR)."""
 
+import contextlib
+import io
 import os
 import sys
 import tempfile
@@ -16,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mininet"))
 import fftoml  # noqa: E402
 import fftopo  # noqa: E402
 import modes  # noqa: E402
+import run  # noqa: E402
 import traffic  # noqa: E402
 from fflaunch import FabricNet  # noqa: E402
 from fftopo import LinkRates  # noqa: E402
@@ -61,6 +65,20 @@ class Patterns(unittest.TestCase):
         for bad in ("foo", "adv+0", "hotspot:0"):
             with self.assertRaisesRegex(ValueError, "expected uniform, adv"):
                 traffic.flows(self.df, bad, 1)
+
+    def test_bound_of_adv1_on_dragonfly_2_2_1_is_the_hand_checked_optimum(self):
+        # controller/src/bound/tests.rs explains 22.5: each group's minimal global link at 5,
+        # plus 2.5 diverted over two reverse directions that two groups share.
+        b = traffic.bound("dragonfly:p=2,a=2,h=1", "adv+1", 1, LinkRates(5, 5, 5, 5, 5))
+        self.assertEqual(set(b), set(traffic.BOUND_ROUTINGS))
+        for routing, want in (("any", 22.5), ("minimal", 15.0), ("valiant", 7.5),
+                              ("adaptive", 22.5)):
+            self.assertAlmostEqual(b[routing]["max_aggregate_mbps"], want, places=3)
+        self.assertAlmostEqual(b["any"]["lambda"], 0.375, places=4)
+        with self.assertRaisesRegex(ValueError, "expected uniform, adv"):
+            traffic.bound("dragonfly:p=2,a=2,h=1", "adv+0", 1, LinkRates())
+        with self.assertRaisesRegex(ValueError, "global links: rate 0"):
+            traffic.bound("dragonfly:p=2,a=2,h=1", "adv+1", 1, LinkRates(glob=0))
 
     def test_short_names_fit_interfaces(self):
         big = fftopo.Fabric.load("dragonfly:p=2,a=4,h=2")
@@ -188,10 +206,18 @@ class Modes(unittest.TestCase):
         ctl = self.net(modes.lookup("valiant", "controller")).controller_config_doc()
         self.assertEqual((ctl["p_minimal_percent"], ctl["lldp_missing_periods"]), (0.0, 15))
 
+    def test_each_mode_has_the_ceiling_of_its_paths(self):
+        self.assertEqual(modes.lookup("minimal").ceiling(), "minimal")
+        self.assertEqual(modes.lookup("valiant", "controller").ceiling(), "valiant")
+        for name in modes.MODES:
+            if name.startswith("qcnsw"):
+                self.assertEqual(modes.lookup(name).ceiling(), "adaptive", name)
+            self.assertIn(modes.lookup(name).ceiling(), traffic.BOUND_ROUTINGS)
+
 
 class Summaries(unittest.TestCase):
     def test_summary_json_keeps_the_keys_tests_and_plots_read(self):
-        run = RunResult(
+        result = RunResult(
             mode="minimal", rep=0, seed=1, flows=[("a", "b"), ("b", "a")],
             per_flow_mbps={"a->b": 2.0, "b->a": 4.0}, agg_series=[(1, 6.0)], errors={},
             timings={"up_s": 1.0}, cnms_generated=None, group_modifies=None,
@@ -199,7 +225,7 @@ class Summaries(unittest.TestCase):
             group0_accepted_mbps={"g0s0": 1.23456}, group0_global_tx_mbytes={"g0s0:3": 1.0},
             p_samples=[], group0_p_median={}, csv="x.csv", p_csv=None,
             settings={"controller": None, "agent": None, "env": {}})
-        mode = ModeResult("minimal", modes.lookup("minimal").as_dict(), [run])
+        mode = ModeResult("minimal", modes.lookup("minimal").as_dict(), [result])
         s = Summary("dragonfly:p=1,a=2,h=1", "uniform", 8, 1.0, 1, 1, 4, "cubic",
                     LinkRates().as_dict(), {"minimal": mode}).to_json()
         m = s["modes"]["minimal"]
@@ -213,6 +239,39 @@ class Summaries(unittest.TestCase):
         self.assertEqual(m["settings"]["mode"]["p_minimal"], 100)
         self.assertEqual(list(s)[:9], ["topology", "traffic", "duration_s", "warmup_s", "seed",
                                        "repeat", "streams_per_flow", "tcp_cc", "link_rates_mbps"])
+        # Without a bound the comparison is absent, not zero.
+        self.assertIsNone(m["fraction_of_optimum"])
+        self.assertIsNone(s["optimum_mbps"])
+
+    def test_summary_compares_each_run_with_the_optimum_and_its_modes_ceiling(self):
+        bound = {"any": {"max_aggregate_mbps": 12.0}, "minimal": {"max_aggregate_mbps": 8.0}}
+
+        def one(rep, seed, mbps):
+            return RunResult(
+                mode="minimal", rep=rep, seed=seed, flows=[("a", "b")],
+                per_flow_mbps={"a->b": mbps}, agg_series=[], errors={}, timings={},
+                cnms_generated=None, group_modifies=None, ovs_send_error_lines=None,
+                group0_switches=[], group0_accepted_mbps={}, group0_global_tx_mbytes={},
+                p_samples=[], group0_p_median={}, csv="x.csv", p_csv=None, settings={},
+                bound=bound, ceiling_routing=modes.lookup("minimal").ceiling())
+        mode = ModeResult("minimal", modes.lookup("minimal").as_dict(),
+                          [one(0, 1, 6.0), one(1, 2, 4.0), one(2, 3, 8.0)])
+        s = Summary("dragonfly:p=1,a=2,h=1", "adv+1", 8, 1.0, 1, 3, 4, "cubic",
+                    LinkRates().as_dict(), {"minimal": mode},
+                    bounds={1: bound, 2: bound, 3: None}).to_json()
+        self.assertEqual(s["optimum_mbps"], 12.0)
+        self.assertEqual(s["bounds"]["3"], None)
+        m = s["modes"]["minimal"]
+        self.assertEqual((m["optimum_mbps"], m["fraction_of_optimum"]), (12.0, 0.5))
+        self.assertEqual((m["ceiling_routing"], m["ceiling_mbps"], m["fraction_of_ceiling"]),
+                         ("minimal", 8.0, 0.75))
+        self.assertEqual(m["runs"][1]["fraction_of_optimum"], round(4 / 12, 4))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            run.print_table(s)
+        self.assertIn("optimum of seed 1's flows (any routing, fabricflow-controller bound): "
+                      "12.00 Mb/s", out.getvalue())
+        self.assertIn("minimal 8.00", out.getvalue())
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 //! ([`plan`]), and the tools that check a plan without a switch (an in-memory OpenFlow 1.3
 //! [`pipeline`] and a channel-dependency-graph check, [`cdg`]). [`planner`] turns a plan into
 //! OpenFlow messages for the runtime. [`traffic`] is the registry of traffic patterns that the
-//! simulator and the Mininet harness share.
+//! simulator and the Mininet harness share; [`bound`] is the throughput optimum of a fabric
+//! under one of those patterns (a multi-commodity flow LP), the ceiling each routing mode is
+//! measured against.
 //!
 //! The runtime: [`desired`] (what each switch must hold: the planner interface), [`session`]
 //! (per-switch OpenFlow state machine, sans-IO), [`sync`] (diff and bundle, pure), [`store`]
@@ -16,6 +18,7 @@
 //! [`plan::Plan`] → [`planner`] → [`desired::DesiredSwitch`] → [`sync`] → the switch.
 
 pub mod addressing;
+pub mod bound;
 pub mod cdg;
 pub mod export;
 pub mod ofctl;

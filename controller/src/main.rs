@@ -9,7 +9,8 @@
 //! - `--format stats`: flows and groups per switch.
 //!
 //! `topology` prints the fabric as JSON and `traffic` the flows of a traffic pattern (both for the
-//! Mininet harness). `run --config FILE` runs the controller service: OpenFlow to every switch,
+//! Mininet harness). `bound` prints the throughput optimum of a pattern on a fabric (the ceiling
+//! of each routing mode, `fabricflow_controller::bound`) as a table or JSON. `run --config FILE` runs the controller service: OpenFlow to every switch,
 //! HTTP API and metrics, memory or etcd store.
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use fabricflow_controller::bound::{self, DemandModel, LinkRates, Routing};
 use fabricflow_controller::config::{Config, LogFormat};
 use fabricflow_controller::desired::fixture::LineFixture;
 use fabricflow_controller::desired::PlanSource;
@@ -68,6 +70,10 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Print the throughput optimum of a traffic pattern on a fabric: the max-concurrent flow λ
+    /// and the maximum aggregate throughput, as multi-commodity flow LPs over the fabric's links
+    /// at the harness's rates, for unrestricted routing and each routing mode's own paths.
+    Bound(BoundArgs),
     /// Run the controller service (OpenFlow, HTTP API, store).
     Run {
         /// Configuration file (.toml, .yaml or .yml).
@@ -171,6 +177,168 @@ struct PlanArgs {
     flows_out: Option<PathBuf>,
 }
 
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BoundFormat {
+    Table,
+    Json,
+}
+
+/// Arguments of `bound`; the rate options are `mininet/run.py`'s.
+#[derive(Debug, Args)]
+struct BoundArgs {
+    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+    #[arg(long)]
+    topology: TopologySpec,
+    /// uniform | adv+K | hotspot[:C] (controller/src/traffic.rs defines each).
+    #[arg(long)]
+    traffic: String,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// flows: the harness's flows, one per sending host demanding its link's rate; matrix: the
+    /// simulator's destination distribution, every host offering its link's rate.
+    #[arg(long, default_value = "flows")]
+    demand: DemandModel,
+    /// Comma-separated: any (every path), minimal, valiant (the planner's P = 0 paths),
+    /// adaptive (minimal and valiant paths together).
+    #[arg(long, value_delimiter = ',', default_value = "any")]
+    routing: Vec<Routing>,
+    /// Host links, Mb/s.
+    #[arg(long, default_value_t = 5.0)]
+    host_bw: f64,
+    /// Dragonfly local links (and fat-tree up links unless --up-bw), Mb/s.
+    #[arg(long, default_value_t = 5.0)]
+    local_bw: f64,
+    /// Dragonfly global links (and fat-tree down links unless --down-bw), Mb/s.
+    #[arg(long, default_value_t = 5.0)]
+    global_bw: f64,
+    /// Fat-tree links upwards (at the lower switch), Mb/s (default: --local-bw).
+    #[arg(long)]
+    up_bw: Option<f64>,
+    /// Fat-tree links downwards (at the upper switch), Mb/s (default: --global-bw).
+    #[arg(long)]
+    down_bw: Option<f64>,
+    /// Links of a file fabric, Mb/s (default: --local-bw).
+    #[arg(long)]
+    fabric_bw: Option<f64>,
+    #[arg(long, value_enum, default_value = "table")]
+    format: BoundFormat,
+}
+
+/// `bound --format json`: the request and one entry per routing.
+#[derive(Debug, serde::Serialize)]
+struct BoundReport {
+    topology: String,
+    traffic: String,
+    seed: u64,
+    demand: DemandModel,
+    link_rates_mbps: LinkRates,
+    demands: usize,
+    offered_mbps: f64,
+    bounds: Vec<TimedBound>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct TimedBound {
+    #[serde(flatten)]
+    bound: bound::Bound,
+    /// Wall time of both LPs, building included.
+    seconds: f64,
+}
+
+fn print_bound(args: BoundArgs) -> anyhow::Result<()> {
+    let fabric = args
+        .topology
+        .build()
+        .with_context(|| format!("topology {}", args.topology))?;
+    let rates = LinkRates {
+        host: args.host_bw,
+        local: args.local_bw,
+        global: args.global_bw,
+        up: args.up_bw.unwrap_or(args.local_bw),
+        down: args.down_bw.unwrap_or(args.global_bw),
+        fabric: args.fabric_bw.unwrap_or(args.local_bw),
+    };
+    let demands = bound::demands(&fabric, &args.traffic, args.seed, args.demand, rates.host)?;
+    let mut bounds = Vec::with_capacity(args.routing.len());
+    for &routing in &args.routing {
+        let t0 = std::time::Instant::now();
+        let b = bound::bound(&fabric, &rates, &demands, routing)?;
+        let seconds = t0.elapsed().as_secs_f64();
+        tracing::debug!(%routing, seconds, variables = b.lp.variables, "bound");
+        bounds.push(TimedBound { bound: b, seconds });
+    }
+    let report = BoundReport {
+        topology: args.topology.to_string(),
+        traffic: args.traffic,
+        seed: args.seed,
+        demand: args.demand,
+        link_rates_mbps: rates,
+        demands: demands.len(),
+        offered_mbps: demands.iter().map(|d| d.mbps).sum(),
+        bounds,
+    };
+    let text = match args.format {
+        BoundFormat::Json => {
+            let mut t = serde_json::to_string_pretty(&report)?;
+            t.push('\n');
+            t
+        }
+        BoundFormat::Table => bound_table(&report),
+    };
+    write_stdout(&text)
+}
+
+fn bound_table(r: &BoundReport) -> String {
+    use std::fmt::Write as _;
+    let l = &r.link_rates_mbps;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}  traffic {}  seed {}  demand {}: {} demands, {:.2} Mb/s offered",
+        r.topology, r.traffic, r.seed, r.demand, r.demands, r.offered_mbps
+    );
+    let _ = writeln!(
+        out,
+        "links host {} / local {} / global {} Mb/s (fat-tree up {} / down {}, file {})",
+        l.host, l.local, l.global, l.up, l.down, l.fabric
+    );
+    let _ = writeln!(
+        out,
+        "{:<10}{:>8}{:>17}{:>20}{:>12}{:>10}{:>9}{:>8}{:>9}",
+        "routing",
+        "lambda",
+        "concurrent Mb/s",
+        "max aggregate Mb/s",
+        "of offered",
+        "LP vars",
+        "rows",
+        "paths",
+        "seconds"
+    );
+    for t in &r.bounds {
+        let b = &t.bound;
+        let share = if r.offered_mbps > 0.0 {
+            100.0 * b.max_aggregate_mbps / r.offered_mbps
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            out,
+            "{:<10}{:>8.4}{:>17.3}{:>20.3}{:>11.1}%{:>10}{:>9}{:>8}{:>9.3}",
+            b.routing.to_string(),
+            b.lambda,
+            b.concurrent_mbps,
+            b.max_aggregate_mbps,
+            share,
+            b.lp.variables,
+            b.lp.constraints,
+            b.lp.paths,
+            t.seconds
+        );
+    }
+    out
+}
+
 fn parse_u64(s: &str) -> Result<u64, String> {
     let t = s.replace('_', "");
     match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
@@ -216,6 +384,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             text.push('\n');
             write_stdout(&text)
         }
+        Command::Bound(args) => print_bound(args),
         Command::Run { config } => run_service(config),
         Command::Plan(args) => print_plan(args),
     }
