@@ -1,6 +1,7 @@
-//! The emulated QCN congestion point of one switch (OVS has no QCN; DESIGN §5).
+//! The emulated QCN congestion points of the agent's switches (OVS has no QCN; DESIGN §5).
 //!
-//! A thread per switch (the work is microseconds per frame):
+//! One sampling thread for every switch of the agent (the work is microseconds per frame, and
+//! one thread wakes once where a thread per switch woke once per switch):
 //! - when a frame is the sample of its port (its bytes use up the sampling interval) it reads
 //!   that port's egress qdisc backlog with one rtnetlink request ([`crate::qdisc`]) — that is
 //!   Q, fresh at the sample. Polling every port every millisecond instead cost one request per
@@ -26,13 +27,12 @@
 //! Why the filter does this work: every frame a packet socket receives costs the switch's
 //! forwarding thread (on OVS's userspace datapath the one thread that forwards every packet) a
 //! queueing and a wake-up, and the CP thread a copy; mininet/README.md "Cost of the emulated
-//! CP" measures it side by side. The thread still checks `sll_pkttype` and `sll_ifindex` (read
-//! safely from `nix::sys::socket::LinkAddr`). Frames are seen when the driver transmits them
+//! CP" measures it side by side. The thread still checks `sll_pkttype` (read safely from
+//! `nix::sys::socket::LinkAddr`). Frames are seen when the driver transmits them
 //! (after the qdisc); sampling by dequeued bytes equals sampling by enqueued bytes in the long
 //! run. ACKs, ARP and CNMs do not count towards the interval: they neither fill a queue nor
 //! may be sent a CNM.
 
-use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -196,7 +196,9 @@ impl QdiscReader {
     }
 }
 
-/// Starts the CP thread of switch `name` on `ports`.
+/// Registers the CP of switch `name` on `ports` with the agent's sampling thread (started by
+/// the first registration). One thread serves every switch: a frame wakes one thread, not the
+/// one of its switch among 36, and a busy CP wakes at most once per `batch_period` in all.
 pub fn spawn(
     name: &str,
     ports: Vec<CpPort>,
@@ -204,227 +206,313 @@ pub fn spawn(
     cfg: &AgentConfig,
     tx: mpsc::Sender<GeneratedCnm>,
 ) -> anyhow::Result<CpHandle> {
-    let mut qdisc = QdiscReader::open()?;
-    let period = Duration::from_micros(cfg.runtime.emulated_cp.queue_poll_period_us);
-    let batch = Duration::from_micros(cfg.runtime.emulated_cp.batch_period_us);
-    let mut rng = rand::thread_rng();
-    let mut cps = Vec::with_capacity(ports.len());
-    for _ in &ports {
-        cps.push(CongestionPoint::new(cfg.cp.clone(), rng.gen())?);
+    let (cp, handle) = SwitchCp::new(ports, switch_mac, cfg, tx)?;
+    tracing::info!(switch = %name, ports = ?cp.ports.iter().map(|p| (p.port, p.ifname.as_str())).collect::<Vec<_>>(), "emulated congestion point running");
+    sampler()?
+        .lock()
+        .map_err(|_| anyhow::anyhow!("CP sampler poisoned"))?
+        .push(cp);
+    Ok(handle)
+}
+
+/// Switches registered but not yet adopted by the sampling thread.
+type Pending = Arc<Mutex<Vec<SwitchCp>>>;
+
+/// The sampling thread's inbox, starting the thread on first use.
+fn sampler() -> anyhow::Result<Pending> {
+    static SAMPLER: Mutex<Option<Pending>> = Mutex::new(None);
+    let mut slot = SAMPLER
+        .lock()
+        .map_err(|_| anyhow::anyhow!("CP sampler poisoned"))?;
+    if let Some(p) = slot.as_ref() {
+        return Ok(p.clone());
     }
-    // Per port: its socket and the pre-sampling divisor its filter applies.
-    let mut socks = Vec::with_capacity(ports.len());
-    for (p, cp) in ports.iter().zip(&cps) {
-        let divisor = presample_divisor(cp.nominal_interval_bytes());
-        socks.push((port_socket(p.ifindex, divisor)?, divisor));
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let status = Arc::new(Mutex::new(CpStatus {
-        ports: ports
-            .iter()
-            .map(|p| CpPortStatus {
-                port: p.port,
-                ifname: p.ifname.clone(),
-                ..CpPortStatus::default()
-            })
-            .collect(),
-        ..CpStatus::default()
-    }));
-    let mut censuses = vec![SourceCensus::new(cfg.cp.source_window_us); ports.len()];
-    let min_sources = cfg.cp.min_sources;
-    let by_ifindex: HashMap<u32, usize> = ports
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.ifindex, i))
-        .collect();
-    let (stop2, status2) = (stop.clone(), status.clone());
-    let thread_name = format!("cp-{name}");
-    tracing::info!(switch = %name, ports = ?ports.iter().map(|p| (p.port, p.ifname.as_str())).collect::<Vec<_>>(), "emulated congestion point running");
+    let qdisc = QdiscReader::open()?;
+    let pending: Pending = Arc::default();
+    let inbox = pending.clone();
     std::thread::Builder::new()
-        .name(thread_name)
-        .spawn(move || {
-            let mut rng = rand::thread_rng();
-            let mut q = vec![0u64; ports.len()];
-            let mut drops = vec![0u32; ports.len()];
-            let mut next_poll = Instant::now();
-            let mut buf = vec![0u8; 2048];
-            let mut cursor = 0usize;
-            // Frames received in the current sweep over the sockets.
-            let mut swept = 0u64;
-            let start = Instant::now();
-            while !stop2.load(Ordering::Relaxed) {
-                if Instant::now() >= next_poll {
-                    next_poll = Instant::now() + period;
-                    let mut errs = 0;
-                    for (i, p) in ports.iter().enumerate() {
-                        match qdisc.stats(p.ifindex) {
-                            Ok(st) => {
-                                if let Some(slot) = q.get_mut(i) {
-                                    *slot = u64::from(st.backlog_bytes);
-                                }
-                                if let Some(slot) = drops.get_mut(i) {
-                                    *slot = st.drops;
-                                }
-                            }
-                            Err(_) => errs += 1,
-                        }
+        .name("cp".to_owned())
+        .spawn(move || sample_forever(&inbox, qdisc))?;
+    *slot = Some(pending.clone());
+    Ok(pending)
+}
+
+/// The sampling thread: adopts new switches, retires stopped ones, refreshes gauges when due,
+/// drains every socket, then sleeps a batch period (frames came) or until a frame comes.
+fn sample_forever(inbox: &Mutex<Vec<SwitchCp>>, mut qdisc: QdiscReader) {
+    /// How long an idle thread waits before looking for new switches.
+    const IDLE: Duration = Duration::from_millis(100);
+    let mut rng = rand::thread_rng();
+    let mut buf = vec![0u8; 2048];
+    let mut switches: Vec<SwitchCp> = Vec::new();
+    loop {
+        if let Ok(mut new) = inbox.lock() {
+            switches.append(&mut new);
+        }
+        switches.retain(|s| !s.stop.load(Ordering::Relaxed));
+        let now = Instant::now();
+        let mut next_gauge = now + IDLE;
+        for s in &mut switches {
+            if now >= s.next_gauge {
+                s.refresh_gauges(&mut qdisc);
+                s.next_gauge = now + s.gauge_period;
+            }
+            next_gauge = next_gauge.min(s.next_gauge);
+        }
+        let mut frames = 0u64;
+        for s in &mut switches {
+            frames += s.drain(&mut qdisc, &mut rng, &mut buf);
+        }
+        if frames > 0 {
+            let batch = switches.iter().map(|s| s.batch).min().unwrap_or(IDLE);
+            std::thread::sleep(batch);
+        } else {
+            let socks: Vec<&socket2::Socket> = switches
+                .iter()
+                .flat_map(|s| s.socks.iter().map(|(sock, _)| sock))
+                .collect();
+            wait_readable(&socks, next_gauge.saturating_duration_since(Instant::now()));
+        }
+    }
+}
+
+/// The CP of one switch: per fabric port a packet socket, a congestion point and a census.
+#[derive(Debug)]
+struct SwitchCp {
+    ports: Vec<CpPort>,
+    switch_mac: MacAddr,
+    /// Per port: its socket and the pre-sampling divisor its filter applies.
+    socks: Vec<(socket2::Socket, u32)>,
+    cps: Vec<CongestionPoint>,
+    censuses: Vec<SourceCensus>,
+    min_sources: u32,
+    /// Per port: the last backlog read (octets) and the qdisc's drop count.
+    q: Vec<u64>,
+    drops: Vec<u32>,
+    tx: mpsc::Sender<GeneratedCnm>,
+    stop: Arc<AtomicBool>,
+    status: Arc<Mutex<CpStatus>>,
+    gauge_period: Duration,
+    next_gauge: Instant,
+    batch: Duration,
+    start: Instant,
+}
+
+impl SwitchCp {
+    fn new(
+        ports: Vec<CpPort>,
+        switch_mac: MacAddr,
+        cfg: &AgentConfig,
+        tx: mpsc::Sender<GeneratedCnm>,
+    ) -> anyhow::Result<(SwitchCp, CpHandle)> {
+        let mut rng = rand::thread_rng();
+        let mut cps = Vec::with_capacity(ports.len());
+        for _ in &ports {
+            cps.push(CongestionPoint::new(cfg.cp.clone(), rng.gen())?);
+        }
+        let mut socks = Vec::with_capacity(ports.len());
+        for (p, cp) in ports.iter().zip(&cps) {
+            let divisor = presample_divisor(cp.nominal_interval_bytes());
+            socks.push((port_socket(p.ifindex, divisor)?, divisor));
+        }
+        let status = Arc::new(Mutex::new(CpStatus {
+            ports: ports
+                .iter()
+                .map(|p| CpPortStatus {
+                    port: p.port,
+                    ifname: p.ifname.clone(),
+                    ..CpPortStatus::default()
+                })
+                .collect(),
+            ..CpStatus::default()
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let e = &cfg.runtime.emulated_cp;
+        let n = ports.len();
+        let cp = SwitchCp {
+            censuses: vec![SourceCensus::new(cfg.cp.source_window_us); n],
+            min_sources: cfg.cp.min_sources,
+            q: vec![0; n],
+            drops: vec![0; n],
+            ports,
+            switch_mac,
+            socks,
+            cps,
+            tx,
+            stop: stop.clone(),
+            status: status.clone(),
+            gauge_period: Duration::from_micros(e.queue_poll_period_us),
+            next_gauge: Instant::now(),
+            batch: Duration::from_micros(e.batch_period_us),
+            start: Instant::now(),
+        };
+        Ok((cp, CpHandle { stop, status }))
+    }
+
+    /// Reads every port's backlog and drops for the metrics and the API.
+    fn refresh_gauges(&mut self, qdisc: &mut QdiscReader) {
+        let mut errs = 0;
+        for (i, p) in self.ports.iter().enumerate() {
+            match qdisc.stats(p.ifindex) {
+                Ok(st) => {
+                    if let Some(slot) = self.q.get_mut(i) {
+                        *slot = u64::from(st.backlog_bytes);
                     }
-                    if let Ok(mut s) = status2.lock() {
-                        s.netlink_errors += errs;
-                        for ((st, &b), &d) in s.ports.iter_mut().zip(&q).zip(&drops) {
-                            st.backlog_bytes = b;
-                            st.qdisc_drops = d;
-                        }
+                    if let Some(slot) = self.drops.get_mut(i) {
+                        *slot = st.drops;
                     }
                 }
-                // One drain of every port's socket per batch period.
-                let Some((pkt, _)) = socks.get(cursor) else {
-                    cursor = 0;
-                    if swept > 0 {
-                        // Let the next frames gather: at most one sweep per batch period.
-                        std::thread::sleep(batch);
-                    } else {
-                        // Nothing came: sleep until a filter passes a frame (or the gauge is
-                        // due), so an idle or lightly sampled port costs no wake-ups.
-                        wait_readable(&socks, next_poll.saturating_duration_since(Instant::now()));
-                    }
-                    swept = 0;
-                    continue;
-                };
-                let (n, addr) = match recvfrom::<LinkAddr>(pkt.as_raw_fd(), &mut buf) {
-                    Ok(r) => {
-                        swept += 1;
-                        r
-                    }
+                Err(_) => errs += 1,
+            }
+        }
+        if let Ok(mut s) = self.status.lock() {
+            s.netlink_errors += errs;
+            for ((st, &b), &d) in s.ports.iter_mut().zip(&self.q).zip(&self.drops) {
+                st.backlog_bytes = b;
+                st.qdisc_drops = d;
+            }
+        }
+    }
+
+    /// Reads every frame waiting on this switch's sockets; how many there were.
+    fn drain(&mut self, qdisc: &mut QdiscReader, rng: &mut impl Rng, buf: &mut [u8]) -> u64 {
+        let mut frames = 0;
+        for i in 0..self.socks.len() {
+            while let Some((sock, _)) = self.socks.get(i) {
+                let (n, addr) = match recvfrom::<LinkAddr>(sock.as_raw_fd(), buf) {
+                    Ok(r) => r,
                     Err(Errno::EINTR) => continue,
-                    Err(_) => {
-                        // EAGAIN: this socket is drained, on to the next.
-                        cursor += 1;
-                        continue;
-                    }
+                    // EAGAIN: this socket is drained.
+                    Err(_) => break,
                 };
+                frames += 1;
                 let Some(addr) = addr else { continue };
                 if addr.pkttype() != PACKET_OUTGOING {
                     continue;
                 }
-                let Some(&i) = u32::try_from(addr.ifindex())
-                    .ok()
-                    .and_then(|x| by_ifindex.get(&x))
-                else {
-                    continue;
-                };
-                let (Some(cp), Some(p), Some(&qb), Some((sock, divisor))) =
-                    (cps.get_mut(i), ports.get(i), q.get(i), socks.get_mut(i))
-                else {
-                    continue;
-                };
                 let frame = buf.get(..n).unwrap_or_default();
-                // The frame stands for `divisor` data frames of its length (the kernel passed
-                // one in `divisor`).
-                let bytes = (n as u64).saturating_mul(u64::from(*divisor));
-                // Only with the gate on: the census costs a clock read and a look-up per frame.
-                let now_us = if min_sources > 1 {
-                    let now = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
-                    if let (Some(c), Some(src)) = (censuses.get_mut(i), host_source(frame)) {
-                        c.observe(src, n as u64, now);
+                self.on_frame(i, frame, qdisc, rng);
+            }
+        }
+        frames
+    }
+
+    /// One frame the filter of port `i` passed.
+    fn on_frame(&mut self, i: usize, frame: &[u8], qdisc: &mut QdiscReader, rng: &mut impl Rng) {
+        let n = frame.len() as u64;
+        let min_sources = self.min_sources;
+        let (Some(cp), Some(p), Some(&qb), Some((sock, divisor))) = (
+            self.cps.get_mut(i),
+            self.ports.get(i),
+            self.q.get(i),
+            self.socks.get_mut(i),
+        ) else {
+            return;
+        };
+        // The frame stands for `divisor` data frames of its length (the kernel passed one in
+        // `divisor`).
+        let bytes = n.saturating_mul(u64::from(*divisor));
+        // Only with the gate on: the census costs a clock read and a look-up per frame.
+        let now_us = if min_sources > 1 {
+            let now = u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX);
+            if let (Some(c), Some(src)) = (self.censuses.get_mut(i), host_source(frame)) {
+                c.observe(src, n, now);
+            }
+            now
+        } else {
+            0
+        };
+        // Only the sample uses Q: read it then, for this port only.
+        let qb = if bytes >= cp.until_sample_bytes() {
+            match qdisc.backlog_bytes(p.ifindex) {
+                Ok(b) => {
+                    if let Some(slot) = self.q.get_mut(i) {
+                        *slot = b;
                     }
-                    now
-                } else {
-                    0
-                };
-                // Only the sample uses Q: read it then, for this port only.
-                let qb = if bytes >= cp.until_sample_bytes() {
-                    match qdisc.backlog_bytes(p.ifindex) {
-                        Ok(b) => {
-                            if let Some(slot) = q.get_mut(i) {
-                                *slot = b;
-                            }
-                            b
-                        }
-                        Err(_) => {
-                            if let Ok(mut s) = status2.lock() {
-                                s.netlink_errors += 1;
-                            }
-                            qb
-                        }
-                    }
-                } else {
-                    qb
-                };
-                let Some(fb) = cp.on_enqueue(bytes, qb, rng.gen()) else {
-                    if let Ok(mut s) = status2.lock() {
-                        s.frames_seen += 1;
-                    }
-                    continue;
-                };
-                // The next interval may want another divisor (a congested port samples more
-                // often); a filter that cannot be replaced keeps the old one, still unbiased.
-                let next = presample_divisor(cp.nominal_interval_bytes());
-                let refiltered = next != *divisor
-                    && sock.attach_filter(&data_sample_on(p.ifindex, next)).is_ok();
-                if refiltered {
-                    *divisor = next;
+                    b
                 }
-                // `admitted`: congested, and the census (if on) lets it through.
-                let (admitted, sources) = if fb.congested() {
-                    censuses
-                        .get_mut(i)
-                        .map_or((true, 0), |c| c.admits(min_sources, now_us))
-                } else {
-                    (false, 0)
-                };
-                let cnm = Culprit::of_frame(frame)
-                    .filter(|_| admitted)
-                    .and_then(|culprit| {
-                        let cpid = Cpid::new(switch_mac, u16::try_from(p.port).unwrap_or(u16::MAX));
-                        Cnm::for_sampled_frame(
-                            frame,
-                            switch_mac,
-                            cpid,
-                            fb.qntz_fb,
-                            fb.cnm_q_offset(),
-                            fb.cnm_q_delta(),
-                        )
-                        .ok()
-                        .map(|f| GeneratedCnm {
-                            frame: f.to_vec(),
-                            culprit,
-                            qntz_fb: fb.qntz_fb,
-                            port: p.port,
-                        })
-                    });
-                let sent = cnm.map(|c| tx.try_send(c).is_ok());
-                if let Ok(mut s) = status2.lock() {
-                    s.frames_seen += 1;
-                    if sent == Some(false) {
-                        s.cnms_dropped_busy += 1;
+                Err(_) => {
+                    if let Ok(mut s) = self.status.lock() {
+                        s.netlink_errors += 1;
                     }
-                    if let Some(st) = s.ports.get_mut(i) {
-                        st.samples += 1;
-                        st.presample_divisor = *divisor;
-                        st.last_fb = fb.fb;
-                        if fb.congested() && min_sources > 1 {
-                            st.sources = u32::try_from(sources).unwrap_or(u32::MAX);
-                            if !admitted {
-                                st.samples_few_sources += 1;
-                            }
-                        }
-                        if sent == Some(true) {
-                            st.cnms += 1;
-                        }
-                    }
+                    qb
                 }
             }
-        })?;
-    Ok(CpHandle { stop, status })
+        } else {
+            qb
+        };
+        let Some(fb) = cp.on_enqueue(bytes, qb, rng.gen()) else {
+            if let Ok(mut s) = self.status.lock() {
+                s.frames_seen += 1;
+            }
+            return;
+        };
+        // The next interval may want another divisor (a congested port samples more often);
+        // a filter that cannot be replaced keeps the old one, still unbiased.
+        let next = presample_divisor(cp.nominal_interval_bytes());
+        if next != *divisor && sock.attach_filter(&data_sample_on(p.ifindex, next)).is_ok() {
+            *divisor = next;
+        }
+        // `admitted`: congested, and the census (if on) lets it through.
+        let (admitted, sources) = if fb.congested() {
+            self.censuses
+                .get_mut(i)
+                .map_or((true, 0), |c| c.admits(min_sources, now_us))
+        } else {
+            (false, 0)
+        };
+        let switch_mac = self.switch_mac;
+        let cnm = Culprit::of_frame(frame)
+            .filter(|_| admitted)
+            .and_then(|culprit| {
+                let cpid = Cpid::new(switch_mac, u16::try_from(p.port).unwrap_or(u16::MAX));
+                Cnm::for_sampled_frame(
+                    frame,
+                    switch_mac,
+                    cpid,
+                    fb.qntz_fb,
+                    fb.cnm_q_offset(),
+                    fb.cnm_q_delta(),
+                )
+                .ok()
+                .map(|f| GeneratedCnm {
+                    frame: f.to_vec(),
+                    culprit,
+                    qntz_fb: fb.qntz_fb,
+                    port: p.port,
+                })
+            });
+        let sent = cnm.map(|c| self.tx.try_send(c).is_ok());
+        let divisor = *divisor;
+        if let Ok(mut s) = self.status.lock() {
+            s.frames_seen += 1;
+            if sent == Some(false) {
+                s.cnms_dropped_busy += 1;
+            }
+            if let Some(st) = s.ports.get_mut(i) {
+                st.samples += 1;
+                st.presample_divisor = divisor;
+                st.last_fb = fb.fb;
+                if fb.congested() && min_sources > 1 {
+                    st.sources = u32::try_from(sources).unwrap_or(u32::MAX);
+                    if !admitted {
+                        st.samples_few_sources += 1;
+                    }
+                }
+                if sent == Some(true) {
+                    st.cnms += 1;
+                }
+            }
+        }
+    }
 }
 
 /// Blocks until one of `socks` has a frame to read, or `timeout` passes.
-fn wait_readable(socks: &[(socket2::Socket, u32)], timeout: Duration) {
+fn wait_readable(socks: &[&socket2::Socket], timeout: Duration) {
     use std::os::fd::AsFd;
     let mut fds: Vec<PollFd<'_>> = socks
         .iter()
-        .map(|(s, _)| PollFd::new(s.as_fd(), PollFlags::POLLIN))
+        .map(|s| PollFd::new(s.as_fd(), PollFlags::POLLIN))
         .collect();
     // A timeout beyond poll's range (never, for the gauge period) waits the longest it can.
     let timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
