@@ -6,6 +6,7 @@ use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
 use super::action::{decode_actions, encode_actions, Action, ActionList};
+use super::layout::code_field;
 use super::port::{PortNo, OFPP_ANY};
 use crate::wire::{self, PResult, Wire};
 
@@ -50,6 +51,8 @@ impl GroupType {
         }
     }
 }
+
+code_field!(GroupType: u8, from_u8, to_u8);
 
 impl fmt::Display for GroupType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -16,6 +16,7 @@ pub mod framer;
 pub mod group;
 pub mod header;
 pub mod instruction;
+mod layout;
 pub mod message;
 pub mod meter;
 pub mod multipart;
