@@ -5,6 +5,7 @@ use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
 use crate::openflow::header::end;
+use crate::openflow::layout::ofp_struct;
 use crate::wire::{self, PResult, Wire};
 
 // ---- HELLO ---------------------------------------------------------------------------------
@@ -613,32 +614,14 @@ impl Wire for Echo {
     }
 }
 
-/// An OFPT_EXPERIMENTER body this crate does not interpret: experimenter id, experimenter type
-/// and the remaining bytes, kept exactly.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct Experimenter {
-    pub experimenter: u32,
-    pub exp_type: u32,
-    pub data: Vec<u8>,
-}
-
-impl Wire for Experimenter {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, experimenter) = wire::u32_(input, "ofp_experimenter_header.experimenter")?;
-        let (i, exp_type) = wire::u32_(i, "ofp_experimenter_header.exp_type")?;
-        Ok((
-            end(i),
-            Experimenter {
-                experimenter,
-                exp_type,
-                data: i.to_vec(),
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u32(self.experimenter);
-        out.put_u32(self.exp_type);
-        out.put_slice(&self.data);
+ofp_struct! {
+    /// An OFPT_EXPERIMENTER body this crate does not interpret: experimenter id, experimenter type
+    /// and the remaining bytes, kept exactly.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct Experimenter("ofp_experimenter_header") {
+        pub experimenter: u32,
+        pub exp_type: u32,
+        pub data: Vec<u8>,
     }
 }
 
