@@ -126,6 +126,55 @@ macro_rules! code_field {
 }
 pub(crate) use code_field;
 
+/// Declares an `ofp_*_mod_command`: ADD, MODIFY and DELETE (0, 1, 2) in a u16, printed `ADD`,
+/// `MOD`, `DEL`. GROUP_MOD and METER_MOD each have one, with these same values.
+macro_rules! mod_command {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ::serde::Serialize)]
+        pub enum $name {
+            #[default]
+            Add,
+            Modify,
+            Delete,
+            Other(u16),
+        }
+
+        impl $name {
+            pub fn from_u16(v: u16) -> Self {
+                match v {
+                    0 => Self::Add,
+                    1 => Self::Modify,
+                    2 => Self::Delete,
+                    x => Self::Other(x),
+                }
+            }
+            pub fn to_u16(self) -> u16 {
+                match self {
+                    Self::Add => 0,
+                    Self::Modify => 1,
+                    Self::Delete => 2,
+                    Self::Other(x) => x,
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match self {
+                    Self::Add => f.write_str("ADD"),
+                    Self::Modify => f.write_str("MOD"),
+                    Self::Delete => f.write_str("DEL"),
+                    Self::Other(x) => write!(f, "CMD{x}"),
+                }
+            }
+        }
+
+        $crate::openflow::layout::code_field!($name: u16, from_u16, to_u16);
+    };
+}
+pub(crate) use mod_command;
+
 /// For a structure that began at `start` and whose u16 length (of the whole structure) is at the
 /// front of `at`: checks the length covers at least `min` bytes and that they are there. Returns
 /// the input after the structure and, as the value, the structure's bytes after its length.
