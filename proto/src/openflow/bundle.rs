@@ -11,6 +11,7 @@
 use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
+use crate::openflow::layout::wire_enum;
 use crate::openflow::message::Message;
 use crate::wire::{self, PResult, Wire};
 
@@ -22,47 +23,23 @@ pub const OFPBF_ATOMIC: u16 = 1;
 /// `OFPBF_ORDERED`: apply messages in order.
 pub const OFPBF_ORDERED: u16 = 2;
 
-/// `enum ofp14_bundle_ctrl_type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum BundleCtrlType {
-    OpenRequest,
-    OpenReply,
-    CloseRequest,
-    CloseReply,
-    CommitRequest,
-    CommitReply,
-    DiscardRequest,
-    DiscardReply,
-    Unknown(u16),
+wire_enum! {
+    /// `enum ofp14_bundle_ctrl_type`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    pub enum BundleCtrlType: u16 {
+        OpenRequest = 0,
+        OpenReply = 1,
+        CloseRequest = 2,
+        CloseReply = 3,
+        CommitRequest = 4,
+        CommitReply = 5,
+        DiscardRequest = 6,
+        DiscardReply = 7,
+        _ => Unknown,
+    }
 }
 
 impl BundleCtrlType {
-    pub fn from_u16(v: u16) -> Self {
-        match v {
-            0 => Self::OpenRequest,
-            1 => Self::OpenReply,
-            2 => Self::CloseRequest,
-            3 => Self::CloseReply,
-            4 => Self::CommitRequest,
-            5 => Self::CommitReply,
-            6 => Self::DiscardRequest,
-            7 => Self::DiscardReply,
-            x => Self::Unknown(x),
-        }
-    }
-    pub fn to_u16(self) -> u16 {
-        match self {
-            Self::OpenRequest => 0,
-            Self::OpenReply => 1,
-            Self::CloseRequest => 2,
-            Self::CloseReply => 3,
-            Self::CommitRequest => 4,
-            Self::CommitReply => 5,
-            Self::DiscardRequest => 6,
-            Self::DiscardReply => 7,
-            Self::Unknown(x) => x,
-        }
-    }
     /// Open vSwitch's name, e.g. `OPEN_REQUEST`.
     pub fn name(self) -> &'static str {
         match self {

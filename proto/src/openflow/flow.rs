@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::group::OFPG_ANY;
 use super::instruction::{Instruction, InstructionList};
-use super::layout::{code_field, ofp_struct};
+use super::layout::{ofp_struct, wire_enum};
 use super::oxm::Match;
 use super::packet::OFP_NO_BUFFER;
 use super::port::{PortNo, OFPP_ANY};
@@ -24,53 +24,17 @@ pub mod flags {
 /// Priority of a flow entry when none is given.
 pub const OFP_DEFAULT_PRIORITY: u16 = 0x8000;
 
-/// `ofp_flow_mod_command`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum FlowModCommand {
-    #[default]
-    Add,
-    Modify,
-    ModifyStrict,
-    Delete,
-    DeleteStrict,
-    Other(u8),
-}
-
-impl FlowModCommand {
-    pub fn from_u8(v: u8) -> Self {
-        match v {
-            0 => Self::Add,
-            1 => Self::Modify,
-            2 => Self::ModifyStrict,
-            3 => Self::Delete,
-            4 => Self::DeleteStrict,
-            x => Self::Other(x),
-        }
-    }
-    pub fn to_u8(self) -> u8 {
-        match self {
-            Self::Add => 0,
-            Self::Modify => 1,
-            Self::ModifyStrict => 2,
-            Self::Delete => 3,
-            Self::DeleteStrict => 4,
-            Self::Other(x) => x,
-        }
-    }
-}
-
-code_field!(FlowModCommand: u8, from_u8, to_u8);
-
-impl fmt::Display for FlowModCommand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Add => f.write_str("ADD"),
-            Self::Modify => f.write_str("MOD"),
-            Self::ModifyStrict => f.write_str("MOD_STRICT"),
-            Self::Delete => f.write_str("DEL"),
-            Self::DeleteStrict => f.write_str("DEL_STRICT"),
-            Self::Other(x) => write!(f, "CMD{x}"),
-        }
+wire_enum! {
+    /// `ofp_flow_mod_command`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+    pub enum FlowModCommand: u8 {
+        #[default]
+        Add = 0 => "ADD",
+        Modify = 1 => "MOD",
+        ModifyStrict = 2 => "MOD_STRICT",
+        Delete = 3 => "DEL",
+        DeleteStrict = 4 => "DEL_STRICT",
+        _ => Other => "CMD",
     }
 }
 
@@ -282,49 +246,16 @@ impl fmt::Display for FlowMod {
 
 // ---- FLOW_REMOVED -------------------------------------------------------------------------
 
-/// `ofp_flow_removed_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum FlowRemovedReason {
-    #[default]
-    IdleTimeout,
-    HardTimeout,
-    Delete,
-    GroupDelete,
-    Other(u8),
-}
-
-impl FlowRemovedReason {
-    pub fn from_u8(v: u8) -> Self {
-        match v {
-            0 => Self::IdleTimeout,
-            1 => Self::HardTimeout,
-            2 => Self::Delete,
-            3 => Self::GroupDelete,
-            x => Self::Other(x),
-        }
-    }
-    pub fn to_u8(self) -> u8 {
-        match self {
-            Self::IdleTimeout => 0,
-            Self::HardTimeout => 1,
-            Self::Delete => 2,
-            Self::GroupDelete => 3,
-            Self::Other(x) => x,
-        }
-    }
-}
-
-code_field!(FlowRemovedReason: u8, from_u8, to_u8);
-
-impl fmt::Display for FlowRemovedReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::IdleTimeout => f.write_str("idle"),
-            Self::HardTimeout => f.write_str("hard"),
-            Self::Delete => f.write_str("delete"),
-            Self::GroupDelete => f.write_str("group_delete"),
-            Self::Other(x) => write!(f, "{x}"),
-        }
+wire_enum! {
+    /// `ofp_flow_removed_reason`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+    pub enum FlowRemovedReason: u8 {
+        #[default]
+        IdleTimeout = 0 => "idle",
+        HardTimeout = 1 => "hard",
+        Delete = 2 => "delete",
+        GroupDelete = 3 => "group_delete",
+        _ => Other => "",
     }
 }
 

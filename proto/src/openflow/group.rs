@@ -6,7 +6,7 @@ use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
 use super::action::{decode_actions, encode_actions, Action, ActionList};
-use super::layout::{code_field, mod_command, ofp_struct};
+use super::layout::{mod_command, ofp_struct, wire_enum};
 use super::port::{PortNo, OFPP_ANY};
 use crate::wire::{self, PResult, Wire};
 
@@ -20,49 +20,16 @@ pub const OFPG_ANY: u32 = 0xffff_ffff;
 /// Fixed part of `ofp_bucket`.
 pub const BUCKET_HEADER_LEN: usize = 16;
 
-/// OFPGT_* group types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum GroupType {
-    #[default]
-    All,
-    Select,
-    Indirect,
-    FastFailover,
-    Unknown(u8),
-}
-
-impl GroupType {
-    pub fn from_u8(v: u8) -> Self {
-        match v {
-            0 => Self::All,
-            1 => Self::Select,
-            2 => Self::Indirect,
-            3 => Self::FastFailover,
-            x => Self::Unknown(x),
-        }
-    }
-    pub fn to_u8(self) -> u8 {
-        match self {
-            Self::All => 0,
-            Self::Select => 1,
-            Self::Indirect => 2,
-            Self::FastFailover => 3,
-            Self::Unknown(x) => x,
-        }
-    }
-}
-
-code_field!(GroupType: u8, from_u8, to_u8);
-
-impl fmt::Display for GroupType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::All => f.write_str("all"),
-            Self::Select => f.write_str("select"),
-            Self::Indirect => f.write_str("indirect"),
-            Self::FastFailover => f.write_str("ff"),
-            Self::Unknown(x) => write!(f, "type{x}"),
-        }
+wire_enum! {
+    /// OFPGT_* group types.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+    pub enum GroupType: u8 {
+        #[default]
+        All = 0 => "all",
+        Select = 1 => "select",
+        Indirect = 2 => "indirect",
+        FastFailover = 3 => "ff",
+        _ => Unknown => "type",
     }
 }
 

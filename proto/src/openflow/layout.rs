@@ -109,68 +109,121 @@ impl Field for Vec<u8> {
     }
 }
 
-/// Makes a code enum (`from_uN` / `to_uN` over an unsigned integer) a [`FixedField`].
-macro_rules! code_field {
-    ($t:ty: $int:ty, $from:ident, $to:ident) => {
-        impl $crate::openflow::layout::FixedField for $t {
-            const SIZE: usize = std::mem::size_of::<$int>();
-            fn read<'a>(input: &'a [u8], what: &'static str) -> $crate::wire::PResult<'a, Self> {
-                let (i, v) = <$int as $crate::openflow::layout::FixedField>::read(input, what)?;
-                Ok((i, <$t>::$from(v)))
-            }
-            fn write<B: ::bytes::BufMut>(&self, out: &mut B) {
-                $crate::openflow::layout::FixedField::write(&self.$to(), out);
-            }
+/// Declares a code enum: the named values of an unsigned integer field and a last variant that
+/// keeps any other value, so that every value decodes and re-encodes. Generates `from_uN` /
+/// `to_uN` and the [`FixedField`] impl; when every value has a name (`Add = 0 => "ADD"`), also
+/// `Display`, which prints any other value as the name given to `_` followed by the number.
+///
+/// ```text
+/// wire_enum! {
+///     /// `ofp_group_type`.
+///     #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+///     pub enum GroupType: u8 {
+///         #[default]
+///         All = 0 => "all",
+///         …
+///         _ => Unknown => "type",
+///     }
+/// }
+/// ```
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident: $int:ident {
+            $($(#[$vmeta:meta])* $var:ident = $val:literal => $show:literal,)*
+            _ => $other:ident => $prefix:literal $(,)?
         }
-    };
-}
-pub(crate) use code_field;
-
-/// Declares an `ofp_*_mod_command`: ADD, MODIFY and DELETE (0, 1, 2) in a u16, printed `ADD`,
-/// `MOD`, `DEL`. GROUP_MOD and METER_MOD each have one, with these same values.
-macro_rules! mod_command {
-    ($(#[$meta:meta])* $name:ident) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ::serde::Serialize)]
-        pub enum $name {
-            #[default]
-            Add,
-            Modify,
-            Delete,
-            Other(u16),
-        }
-
-        impl $name {
-            pub fn from_u16(v: u16) -> Self {
-                match v {
-                    0 => Self::Add,
-                    1 => Self::Modify,
-                    2 => Self::Delete,
-                    x => Self::Other(x),
-                }
-            }
-            pub fn to_u16(self) -> u16 {
-                match self {
-                    Self::Add => 0,
-                    Self::Modify => 1,
-                    Self::Delete => 2,
-                    Self::Other(x) => x,
-                }
+    ) => {
+        $crate::openflow::layout::wire_enum! {
+            $(#[$meta])*
+            pub enum $name: $int {
+                $($(#[$vmeta])* $var = $val,)*
+                _ => $other,
             }
         }
 
         impl ::std::fmt::Display for $name {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 match self {
-                    Self::Add => f.write_str("ADD"),
-                    Self::Modify => f.write_str("MOD"),
-                    Self::Delete => f.write_str("DEL"),
-                    Self::Other(x) => write!(f, "CMD{x}"),
+                    $(Self::$var => f.write_str($show),)*
+                    Self::$other(x) => write!(f, "{}{x}", $prefix),
+                }
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident: $int:ident {
+            $($(#[$vmeta:meta])* $var:ident = $val:literal,)*
+            _ => $other:ident $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        pub enum $name {
+            $($(#[$vmeta])* $var,)*
+            $other($int),
+        }
+
+        $crate::openflow::layout::wire_enum!(@conv $int $name $other $($var = $val)*);
+    };
+
+    (@conv u8 $($rest:tt)*) => {
+        $crate::openflow::layout::wire_enum!(@impl u8 from_u8 to_u8 $($rest)*);
+    };
+    (@conv u16 $($rest:tt)*) => {
+        $crate::openflow::layout::wire_enum!(@impl u16 from_u16 to_u16 $($rest)*);
+    };
+    (@conv u32 $($rest:tt)*) => {
+        $crate::openflow::layout::wire_enum!(@impl u32 from_u32 to_u32 $($rest)*);
+    };
+    (@impl $int:ident $from:ident $to:ident $name:ident $other:ident $($var:ident = $val:literal)*) => {
+        impl $name {
+            pub fn $from(v: $int) -> Self {
+                match v {
+                    $($val => Self::$var,)*
+                    x => Self::$other(x),
+                }
+            }
+
+            pub fn $to(self) -> $int {
+                match self {
+                    $(Self::$var => $val,)*
+                    Self::$other(x) => x,
                 }
             }
         }
 
-        $crate::openflow::layout::code_field!($name: u16, from_u16, to_u16);
+        impl $crate::openflow::layout::FixedField for $name {
+            const SIZE: usize = <$int as $crate::openflow::layout::FixedField>::SIZE;
+
+            fn read<'a>(input: &'a [u8], what: &'static str) -> $crate::wire::PResult<'a, Self> {
+                let (i, v) = <$int as $crate::openflow::layout::FixedField>::read(input, what)?;
+                Ok((i, Self::$from(v)))
+            }
+
+            fn write<B: ::bytes::BufMut>(&self, out: &mut B) {
+                $crate::openflow::layout::FixedField::write(&self.$to(), out);
+            }
+        }
+    };
+}
+pub(crate) use wire_enum;
+
+/// Declares an `ofp_*_mod_command`: ADD, MODIFY and DELETE (0, 1, 2) in a u16, printed `ADD`,
+/// `MOD`, `DEL`. GROUP_MOD and METER_MOD each have one, with these same values.
+macro_rules! mod_command {
+    ($(#[$meta:meta])* $name:ident) => {
+        $crate::openflow::layout::wire_enum! {
+            $(#[$meta])*
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ::serde::Serialize)]
+            pub enum $name: u16 {
+                #[default]
+                Add = 0 => "ADD",
+                Modify = 1 => "MOD",
+                Delete = 2 => "DEL",
+                _ => Other => "CMD",
+            }
+        }
     };
 }
 pub(crate) use mod_command;

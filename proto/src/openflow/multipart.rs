@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::openflow::group::{Bucket, GroupType};
 use crate::openflow::header::end;
 use crate::openflow::instruction::Instruction;
-use crate::openflow::layout::ofp_struct;
+use crate::openflow::layout::{ofp_struct, wire_enum};
 use crate::openflow::meter::MeterBand;
 use crate::openflow::oxm::Match;
 use crate::openflow::port::Port;
@@ -28,68 +28,30 @@ pub const OFPQ_ALL: u32 = 0xffff_ffff;
 /// `OFPM_ALL`.
 pub const OFPM_ALL: u32 = 0xffff_ffff;
 
-/// `enum ofp_multipart_type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum MultipartType {
-    Desc,
-    Flow,
-    Aggregate,
-    Table,
-    PortStats,
-    Queue,
-    Group,
-    GroupDesc,
-    GroupFeatures,
-    Meter,
-    MeterConfig,
-    MeterFeatures,
-    TableFeatures,
-    PortDesc,
-    Experimenter,
-    Other(u16),
+wire_enum! {
+    /// `enum ofp_multipart_type`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    pub enum MultipartType: u16 {
+        Desc = 0,
+        Flow = 1,
+        Aggregate = 2,
+        Table = 3,
+        PortStats = 4,
+        Queue = 5,
+        Group = 6,
+        GroupDesc = 7,
+        GroupFeatures = 8,
+        Meter = 9,
+        MeterConfig = 10,
+        MeterFeatures = 11,
+        TableFeatures = 12,
+        PortDesc = 13,
+        Experimenter = 0xffff,
+        _ => Other,
+    }
 }
 
 impl MultipartType {
-    pub fn from_u16(v: u16) -> Self {
-        match v {
-            0 => Self::Desc,
-            1 => Self::Flow,
-            2 => Self::Aggregate,
-            3 => Self::Table,
-            4 => Self::PortStats,
-            5 => Self::Queue,
-            6 => Self::Group,
-            7 => Self::GroupDesc,
-            8 => Self::GroupFeatures,
-            9 => Self::Meter,
-            10 => Self::MeterConfig,
-            11 => Self::MeterFeatures,
-            12 => Self::TableFeatures,
-            13 => Self::PortDesc,
-            0xffff => Self::Experimenter,
-            x => Self::Other(x),
-        }
-    }
-    pub fn to_u16(self) -> u16 {
-        match self {
-            Self::Desc => 0,
-            Self::Flow => 1,
-            Self::Aggregate => 2,
-            Self::Table => 3,
-            Self::PortStats => 4,
-            Self::Queue => 5,
-            Self::Group => 6,
-            Self::GroupDesc => 7,
-            Self::GroupFeatures => 8,
-            Self::Meter => 9,
-            Self::MeterConfig => 10,
-            Self::MeterFeatures => 11,
-            Self::TableFeatures => 12,
-            Self::PortDesc => 13,
-            Self::Experimenter => 0xffff,
-            Self::Other(x) => x,
-        }
-    }
     /// Open vSwitch's name, e.g. `OFPST_PORT`.
     pub fn name(self) -> &'static str {
         match self {

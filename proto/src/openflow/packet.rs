@@ -6,7 +6,7 @@ use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
 use super::action::{decode_actions, encode_actions, packet_in_reason_name, Action, ActionList};
-use super::layout::{code_field, ofp_struct};
+use super::layout::{ofp_struct, wire_enum};
 use super::oxm::Match;
 use super::port::{PortNo, OFPP_CONTROLLER};
 use crate::wire::{self, PResult, Wire};
@@ -14,39 +14,20 @@ use crate::wire::{self, PResult, Wire};
 /// `buffer_id` meaning "not buffered, the packet is in the message".
 pub const OFP_NO_BUFFER: u32 = 0xffff_ffff;
 
-/// `ofp_packet_in_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum PacketInReason {
-    /// No matching flow (table-miss flow entry).
-    #[default]
-    NoMatch,
-    /// Action explicitly output to the controller.
-    Action,
-    /// Packet has an invalid TTL.
-    InvalidTtl,
-    Other(u8),
-}
-
-impl PacketInReason {
-    pub fn from_u8(v: u8) -> Self {
-        match v {
-            0 => Self::NoMatch,
-            1 => Self::Action,
-            2 => Self::InvalidTtl,
-            x => Self::Other(x),
-        }
-    }
-    pub fn to_u8(self) -> u8 {
-        match self {
-            Self::NoMatch => 0,
-            Self::Action => 1,
-            Self::InvalidTtl => 2,
-            Self::Other(x) => x,
-        }
+wire_enum! {
+    /// `ofp_packet_in_reason`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+    pub enum PacketInReason: u8 {
+        /// No matching flow (table-miss flow entry).
+        #[default]
+        NoMatch = 0,
+        /// Action explicitly output to the controller.
+        Action = 1,
+        /// Packet has an invalid TTL.
+        InvalidTtl = 2,
+        _ => Other,
     }
 }
-
-code_field!(PacketInReason: u8, from_u8, to_u8);
 
 impl fmt::Display for PacketInReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -5,7 +5,7 @@ use std::fmt;
 use bytes::BufMut;
 use serde::{Serialize, Serializer};
 
-use super::layout::{code_field, ofp_struct, FixedField};
+use super::layout::{ofp_struct, wire_enum, FixedField};
 use crate::wire::{self, PResult};
 use crate::MacAddr;
 
@@ -264,47 +264,17 @@ impl fmt::Display for PortMod {
 
 // ---- PORT_STATUS --------------------------------------------------------------------------
 
-/// `ofp_port_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum PortReason {
-    #[default]
-    Add,
-    Delete,
-    Modify,
-    Other(u8),
-}
-
-impl PortReason {
-    pub fn from_u8(v: u8) -> Self {
-        match v {
-            0 => Self::Add,
-            1 => Self::Delete,
-            2 => Self::Modify,
-            x => Self::Other(x),
-        }
-    }
-    pub fn to_u8(self) -> u8 {
-        match self {
-            Self::Add => 0,
-            Self::Delete => 1,
-            Self::Modify => 2,
-            Self::Other(x) => x,
-        }
+wire_enum! {
+    /// `ofp_port_reason`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+    pub enum PortReason: u8 {
+        #[default]
+        Add = 0 => "ADD",
+        Delete = 1 => "DEL",
+        Modify = 2 => "MOD",
+        _ => Other => "reason",
     }
 }
-
-impl fmt::Display for PortReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Add => f.write_str("ADD"),
-            Self::Delete => f.write_str("DEL"),
-            Self::Modify => f.write_str("MOD"),
-            Self::Other(x) => write!(f, "reason{x}"),
-        }
-    }
-}
-
-code_field!(PortReason: u8, from_u8, to_u8);
 
 ofp_struct! {
     /// OFPT_PORT_STATUS body: reason, 7 pad bytes, `ofp_port` (72 bytes).

@@ -5,7 +5,7 @@
 use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
-use crate::openflow::layout::{code_field, ofp_struct};
+use crate::openflow::layout::{ofp_struct, wire_enum};
 use crate::wire::{self, PResult, Wire};
 
 // ---- FEATURES_REPLY ---------------------------------------------------------------------------
@@ -77,36 +77,20 @@ ofp_struct! {
 
 // ---- ROLE ---------------------------------------------------------------------------------------
 
-/// `enum ofp_controller_role`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
-pub enum ControllerRole {
-    #[default]
-    NoChange,
-    Equal,
-    Master,
-    Slave,
-    Unknown(u32),
+wire_enum! {
+    /// `enum ofp_controller_role`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+    pub enum ControllerRole: u32 {
+        #[default]
+        NoChange = 0,
+        Equal = 1,
+        Master = 2,
+        Slave = 3,
+        _ => Unknown,
+    }
 }
 
 impl ControllerRole {
-    pub fn from_u32(v: u32) -> Self {
-        match v {
-            0 => Self::NoChange,
-            1 => Self::Equal,
-            2 => Self::Master,
-            3 => Self::Slave,
-            x => Self::Unknown(x),
-        }
-    }
-    pub fn to_u32(self) -> u32 {
-        match self {
-            Self::NoChange => 0,
-            Self::Equal => 1,
-            Self::Master => 2,
-            Self::Slave => 3,
-            Self::Unknown(x) => x,
-        }
-    }
     pub fn name(self) -> &'static str {
         match self {
             Self::NoChange => "nochange",
@@ -117,8 +101,6 @@ impl ControllerRole {
         }
     }
 }
-
-code_field!(ControllerRole: u32, from_u32, to_u32);
 
 ofp_struct! {
     /// OFPT_ROLE_REQUEST and OFPT_ROLE_REPLY body (`struct ofp_role_request`).
