@@ -3,6 +3,7 @@
 use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
+use crate::openflow::tlv::{self, tlv_names, Tlv};
 use crate::wire::{self, PResult, Wire};
 
 /// Length of the fixed part of `struct ofp_table_features`.
@@ -172,19 +173,8 @@ impl TableFeatureProp {
 
 impl Wire for TableFeatureProp {
     fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, t) = wire::u16_(input, "table feature property type")?;
-        let (i, len) = wire::u16_(i, "table feature property length")?;
-        let len = usize::from(len);
-        if len < 4 {
-            return wire::bad_length(
-                input,
-                "table feature property",
-                len,
-                "shorter than its header",
-            );
-        }
-        let (i, body) = wire::take(i, len - 4, "table feature property")?;
-        let (rest, ()) = wire::skip(i, wire::pad8(len), "table feature property padding")?;
+        let names = tlv_names!("table feature property");
+        let (rest, Tlv { ty: t, body, .. }) = tlv::read_padded(input, &names)?;
         let miss = t & 1 == 1;
         let prop = match t {
             0 | 1 => Self::Instructions {
@@ -232,10 +222,7 @@ impl Wire for TableFeatureProp {
     }
 
     fn encode(&self, out: &mut BytesMut) {
-        let start = out.len();
-        out.put_u16(self.prop_type());
-        out.put_u16(0);
-        match self {
+        tlv::write_padded(out, self.prop_type(), |out| match self {
             Self::Instructions { ids, .. }
             | Self::WriteActions { ids, .. }
             | Self::ApplyActions { ids, .. } => ids.iter().for_each(|x| x.encode(out)),
@@ -255,10 +242,7 @@ impl Wire for TableFeatureProp {
                 out.put_slice(data);
             }
             Self::Unknown { data, .. } => out.put_slice(data),
-        }
-        let len = out.len() - start;
-        wire::patch_u16(out, start + 2, wire::len_u16(len));
-        wire::put_zeros(out, wire::pad8(len));
+        });
     }
 }
 
