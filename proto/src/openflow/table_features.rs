@@ -176,33 +176,21 @@ impl Wire for TableFeatureProp {
         let names = tlv_names!("table feature property");
         let (rest, Tlv { ty: t, body, .. }) = tlv::read_padded(input, &names)?;
         let miss = t & 1 == 1;
+        // The id lists fill the property.
+        let ids = || wire::many_exact::<TlvId>(body).map(|(_, v)| v);
+        let oxms = || wire::many_exact::<OxmId>(body).map(|(_, v)| v);
         let prop = match t {
-            0 | 1 => Self::Instructions {
-                miss,
-                ids: wire::many_exact(body)?.1,
-            },
+            0 | 1 => Self::Instructions { miss, ids: ids()? },
             2 | 3 => Self::NextTables {
                 miss,
                 tables: body.to_vec(),
             },
-            4 | 5 => Self::WriteActions {
-                miss,
-                ids: wire::many_exact(body)?.1,
-            },
-            6 | 7 => Self::ApplyActions {
-                miss,
-                ids: wire::many_exact(body)?.1,
-            },
-            8 => Self::Match(wire::many_exact(body)?.1),
-            10 => Self::Wildcards(wire::many_exact(body)?.1),
-            12 | 13 => Self::WriteSetfield {
-                miss,
-                ids: wire::many_exact(body)?.1,
-            },
-            14 | 15 => Self::ApplySetfield {
-                miss,
-                ids: wire::many_exact(body)?.1,
-            },
+            4 | 5 => Self::WriteActions { miss, ids: ids()? },
+            6 | 7 => Self::ApplyActions { miss, ids: ids()? },
+            8 => Self::Match(oxms()?),
+            10 => Self::Wildcards(oxms()?),
+            12 | 13 => Self::WriteSetfield { miss, ids: oxms()? },
+            14 | 15 => Self::ApplySetfield { miss, ids: oxms()? },
             0xfffe | 0xffff => {
                 let (b, experimenter) = wire::u32_(body, "table feature experimenter")?;
                 let (b, exp_type) = wire::u32_(b, "table feature exp_type")?;
@@ -382,31 +370,18 @@ pub mod arb {
         (
             any::<u8>(),
             any_name(OFP_MAX_TABLE_NAME_LEN - 1),
-            any::<u64>(),
-            any::<u64>(),
-            any::<u32>(),
-            any::<u32>(),
+            any::<(u64, u64, u32, u32)>(),
             vec(any_table_feature_prop(), 0..4),
         )
             .prop_map(
-                |(
+                |(table_id, name, (mm, mw, config, max_entries), properties)| TableFeatures {
                     table_id,
                     name,
-                    metadata_match,
-                    metadata_write,
+                    metadata_match: mm,
+                    metadata_write: mw,
                     config,
                     max_entries,
                     properties,
-                )| {
-                    TableFeatures {
-                        table_id,
-                        name,
-                        metadata_match,
-                        metadata_write,
-                        config,
-                        max_entries,
-                        properties,
-                    }
                 },
             )
     }
