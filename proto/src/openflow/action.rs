@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::oxm::{OxmField, OFPVID_PRESENT};
 use super::port::{PortNo, OFPP_CONTROLLER};
+use super::tlv::{self, tlv_names, Tlv, TlvNames};
 use super::NX_VENDOR_ID;
 use crate::wire::{self, PResult, Wire};
 
@@ -380,12 +381,10 @@ impl Action {
     }
 }
 
+const NAMES: TlvNames = tlv_names!("action");
+
 fn need<'a>(input: &'a [u8], len: usize, want: usize) -> PResult<'a, ()> {
-    if len == want {
-        Ok((input, ()))
-    } else {
-        wire::bad_length(input, "action", len, "wrong length for its type")
-    }
+    tlv::expect_len(input, &NAMES, len, want)
 }
 
 fn decode_nx<'a>(
@@ -427,14 +426,7 @@ fn decode_nx<'a>(
 
 impl Wire for Action {
     fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, ty) = wire::u16_(input, "action type")?;
-        let (_, len16) = wire::u16_(i, "action length")?;
-        let len = usize::from(len16);
-        if len < 8 || len % 8 != 0 {
-            return wire::bad_length(input, "action", len, "not a positive multiple of 8");
-        }
-        let (rest, whole) = wire::take(input, len, "action")?;
-        let body = whole.get(4..).unwrap_or_default();
+        let (rest, Tlv { ty, len, body }) = tlv::read_tlv8(input, &NAMES)?;
         let action = match ty {
             OFPAT_OUTPUT => {
                 need(input, len, 16)?;
@@ -518,10 +510,7 @@ impl Wire for Action {
     }
 
     fn encode(&self, out: &mut BytesMut) {
-        let start = out.len();
-        out.put_u16(self.action_type());
-        out.put_u16(0); // patched below
-        match self {
+        tlv::write_tlv8(out, self.action_type(), |out| match self {
             Self::Output { port, max_len } => {
                 out.put_u32(*port);
                 out.put_u16(*max_len);
@@ -564,10 +553,7 @@ impl Wire for Action {
                 out.put_slice(data);
             }
             Self::Unknown { body, .. } => out.put_slice(body),
-        }
-        let len = out.len() - start;
-        wire::put_zeros(out, wire::pad8(len));
-        wire::patch_u16(out, start + 2, wire::len_u16(len + wire::pad8(len)));
+        });
     }
 }
 

@@ -11,7 +11,9 @@
 use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
+use crate::openflow::layout::wire_enum;
 use crate::openflow::message::Message;
+use crate::openflow::tlv::{self, tlv_names, Tlv};
 use crate::wire::{self, PResult, Wire};
 
 pub const ONFT_BUNDLE_CONTROL: u32 = 2300;
@@ -22,47 +24,23 @@ pub const OFPBF_ATOMIC: u16 = 1;
 /// `OFPBF_ORDERED`: apply messages in order.
 pub const OFPBF_ORDERED: u16 = 2;
 
-/// `enum ofp14_bundle_ctrl_type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum BundleCtrlType {
-    OpenRequest,
-    OpenReply,
-    CloseRequest,
-    CloseReply,
-    CommitRequest,
-    CommitReply,
-    DiscardRequest,
-    DiscardReply,
-    Unknown(u16),
+wire_enum! {
+    /// `enum ofp14_bundle_ctrl_type`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    pub enum BundleCtrlType: u16 {
+        OpenRequest = 0,
+        OpenReply = 1,
+        CloseRequest = 2,
+        CloseReply = 3,
+        CommitRequest = 4,
+        CommitReply = 5,
+        DiscardRequest = 6,
+        DiscardReply = 7,
+        _ => Unknown,
+    }
 }
 
 impl BundleCtrlType {
-    pub fn from_u16(v: u16) -> Self {
-        match v {
-            0 => Self::OpenRequest,
-            1 => Self::OpenReply,
-            2 => Self::CloseRequest,
-            3 => Self::CloseReply,
-            4 => Self::CommitRequest,
-            5 => Self::CommitReply,
-            6 => Self::DiscardRequest,
-            7 => Self::DiscardReply,
-            x => Self::Unknown(x),
-        }
-    }
-    pub fn to_u16(self) -> u16 {
-        match self {
-            Self::OpenRequest => 0,
-            Self::OpenReply => 1,
-            Self::CloseRequest => 2,
-            Self::CloseReply => 3,
-            Self::CommitRequest => 4,
-            Self::CommitReply => 5,
-            Self::DiscardRequest => 6,
-            Self::DiscardReply => 7,
-            Self::Unknown(x) => x,
-        }
-    }
     /// Open vSwitch's name, e.g. `OPEN_REQUEST`.
     pub fn name(self) -> &'static str {
         match self {
@@ -104,15 +82,8 @@ pub enum BundleProp {
 
 impl Wire for BundleProp {
     fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, t) = wire::u16_(input, "bundle property type")?;
-        let (i, len) = wire::u16_(i, "bundle property length")?;
-        let len = usize::from(len);
-        if len < 4 {
-            return wire::bad_length(input, "bundle property", len, "shorter than its header");
-        }
-        let (i, body) = wire::take(i, len - 4, "bundle property")?;
-        let (rest, ()) = wire::skip(i, wire::pad8(len), "bundle property padding")?;
-        let prop = if t == 0xffff {
+        let (rest, Tlv { ty, body, .. }) = tlv::read_padded(input, &tlv_names!("bundle property"))?;
+        let prop = if ty == 0xffff {
             let (b, experimenter) = wire::u32_(body, "bundle property experimenter")?;
             let (b, exp_type) = wire::u32_(b, "bundle property exp_type")?;
             BundleProp::Experimenter {
@@ -122,35 +93,27 @@ impl Wire for BundleProp {
             }
         } else {
             BundleProp::Unknown {
-                prop_type: t,
+                prop_type: ty,
                 data: body.to_vec(),
             }
         };
         Ok((rest, prop))
     }
     fn encode(&self, out: &mut BytesMut) {
-        let start = out.len();
         match self {
             BundleProp::Experimenter {
                 experimenter,
                 exp_type,
                 data,
-            } => {
-                out.put_u16(0xffff);
-                out.put_u16(0);
+            } => tlv::write_padded(out, 0xffff, |out| {
                 out.put_u32(*experimenter);
                 out.put_u32(*exp_type);
                 out.put_slice(data);
-            }
+            }),
             BundleProp::Unknown { prop_type, data } => {
-                out.put_u16(*prop_type);
-                out.put_u16(0);
-                out.put_slice(data);
+                tlv::write_padded(out, *prop_type, |out| out.put_slice(data))
             }
         }
-        let len = out.len() - start;
-        wire::patch_u16(out, start + 2, wire::len_u16(len));
-        wire::put_zeros(out, wire::pad8(len));
     }
 }
 

@@ -2,16 +2,15 @@
 
 use std::fmt;
 
-use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
 use super::group::OFPG_ANY;
 use super::instruction::{Instruction, InstructionList};
+use super::layout::{ofp_struct, wire_enum};
 use super::oxm::Match;
 use super::packet::OFP_NO_BUFFER;
 use super::port::{PortNo, OFPP_ANY};
 use super::table::OFPTT_ALL;
-use crate::wire::{self, PResult, Wire};
 
 /// `ofp_flow_mod_flags` bits.
 pub mod flags {
@@ -25,76 +24,45 @@ pub mod flags {
 /// Priority of a flow entry when none is given.
 pub const OFP_DEFAULT_PRIORITY: u16 = 0x8000;
 
-/// `ofp_flow_mod_command`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum FlowModCommand {
-    #[default]
-    Add,
-    Modify,
-    ModifyStrict,
-    Delete,
-    DeleteStrict,
-    Other(u8),
-}
-
-impl FlowModCommand {
-    pub fn from_u8(v: u8) -> Self {
-        match v {
-            0 => Self::Add,
-            1 => Self::Modify,
-            2 => Self::ModifyStrict,
-            3 => Self::Delete,
-            4 => Self::DeleteStrict,
-            x => Self::Other(x),
-        }
-    }
-    pub fn to_u8(self) -> u8 {
-        match self {
-            Self::Add => 0,
-            Self::Modify => 1,
-            Self::ModifyStrict => 2,
-            Self::Delete => 3,
-            Self::DeleteStrict => 4,
-            Self::Other(x) => x,
-        }
-    }
-}
-
-impl fmt::Display for FlowModCommand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Add => f.write_str("ADD"),
-            Self::Modify => f.write_str("MOD"),
-            Self::ModifyStrict => f.write_str("MOD_STRICT"),
-            Self::Delete => f.write_str("DEL"),
-            Self::DeleteStrict => f.write_str("DEL_STRICT"),
-            Self::Other(x) => write!(f, "CMD{x}"),
-        }
+wire_enum! {
+    /// `ofp_flow_mod_command`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+    pub enum FlowModCommand: u8 {
+        #[default]
+        Add = 0 => "ADD",
+        Modify = 1 => "MOD",
+        ModifyStrict = 2 => "MOD_STRICT",
+        Delete = 3 => "DEL",
+        DeleteStrict = 4 => "DEL_STRICT",
+        _ => Other => "CMD",
     }
 }
 
 // ---- FLOW_MOD -----------------------------------------------------------------------------
 
-/// OFPT_FLOW_MOD body: 40 fixed bytes, the match, then instructions to the end of the message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FlowMod {
-    pub cookie: u64,
-    /// For MODIFY/DELETE: which cookie bits must match (0: ignore cookies).
-    pub cookie_mask: u64,
-    pub table_id: u8,
-    pub command: FlowModCommand,
-    pub idle_timeout: u16,
-    pub hard_timeout: u16,
-    pub priority: u16,
-    pub buffer_id: u32,
-    /// For DELETE: only entries outputting to this port (`OFPP_ANY`: no restriction).
-    pub out_port: u32,
-    /// For DELETE: only entries outputting to this group (`OFPG_ANY`: no restriction).
-    pub out_group: u32,
-    /// `flags::*` bits.
-    pub flags: u16,
-    pub r#match: Match,
-    pub instructions: Vec<Instruction>,
+ofp_struct! {
+    /// OFPT_FLOW_MOD body: 40 fixed bytes, the match, then instructions to the end of the message.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+    pub struct FlowMod("flow_mod" separator " ") {
+        pub cookie: u64,
+        /// For MODIFY/DELETE: which cookie bits must match (0: ignore cookies).
+        pub cookie_mask: u64,
+        pub table_id: u8,
+        pub command: FlowModCommand,
+        pub idle_timeout: u16,
+        pub hard_timeout: u16,
+        pub priority: u16,
+        pub buffer_id: u32,
+        /// For DELETE: only entries outputting to this port (`OFPP_ANY`: no restriction).
+        pub out_port: u32,
+        /// For DELETE: only entries outputting to this group (`OFPG_ANY`: no restriction).
+        pub out_group: u32,
+        /// `flags::*` bits.
+        pub flags: u16,
+        pad: [u8; 2],
+        pub r#match: Match,
+        pub instructions: Vec<Instruction>,
+    }
 }
 
 /// Fixed part of the FLOW_MOD body before the match.
@@ -217,62 +185,6 @@ impl FlowMod {
     }
 }
 
-impl Wire for FlowMod {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, cookie) = wire::u64_(input, "flow_mod cookie")?;
-        let (i, cookie_mask) = wire::u64_(i, "flow_mod cookie_mask")?;
-        let (i, table_id) = wire::u8_(i, "flow_mod table_id")?;
-        let (i, command) = wire::u8_(i, "flow_mod command")?;
-        let (i, idle_timeout) = wire::u16_(i, "flow_mod idle_timeout")?;
-        let (i, hard_timeout) = wire::u16_(i, "flow_mod hard_timeout")?;
-        let (i, priority) = wire::u16_(i, "flow_mod priority")?;
-        let (i, buffer_id) = wire::u32_(i, "flow_mod buffer_id")?;
-        let (i, out_port) = wire::u32_(i, "flow_mod out_port")?;
-        let (i, out_group) = wire::u32_(i, "flow_mod out_group")?;
-        let (i, flags) = wire::u16_(i, "flow_mod flags")?;
-        let (i, ()) = wire::skip(i, 2, "flow_mod pad")?;
-        let (i, m) = Match::decode(i)?;
-        let (rest, instructions) = wire::many_exact::<Instruction>(i)?;
-        Ok((
-            rest,
-            FlowMod {
-                cookie,
-                cookie_mask,
-                table_id,
-                command: FlowModCommand::from_u8(command),
-                idle_timeout,
-                hard_timeout,
-                priority,
-                buffer_id,
-                out_port,
-                out_group,
-                flags,
-                r#match: m,
-                instructions,
-            },
-        ))
-    }
-
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u64(self.cookie);
-        out.put_u64(self.cookie_mask);
-        out.put_u8(self.table_id);
-        out.put_u8(self.command.to_u8());
-        out.put_u16(self.idle_timeout);
-        out.put_u16(self.hard_timeout);
-        out.put_u16(self.priority);
-        out.put_u32(self.buffer_id);
-        out.put_u32(self.out_port);
-        out.put_u32(self.out_group);
-        out.put_u16(self.flags);
-        wire::put_zeros(out, 2);
-        self.r#match.encode(out);
-        for i in &self.instructions {
-            i.encode(out);
-        }
-    }
-}
-
 fn fmt_flow_flags(f: &mut fmt::Formatter<'_>, v: u16) -> fmt::Result {
     for (bit, name) in [
         (flags::SEND_FLOW_REM, "send_flow_rem"),
@@ -334,114 +246,39 @@ impl fmt::Display for FlowMod {
 
 // ---- FLOW_REMOVED -------------------------------------------------------------------------
 
-/// `ofp_flow_removed_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum FlowRemovedReason {
-    #[default]
-    IdleTimeout,
-    HardTimeout,
-    Delete,
-    GroupDelete,
-    Other(u8),
-}
-
-impl FlowRemovedReason {
-    pub fn from_u8(v: u8) -> Self {
-        match v {
-            0 => Self::IdleTimeout,
-            1 => Self::HardTimeout,
-            2 => Self::Delete,
-            3 => Self::GroupDelete,
-            x => Self::Other(x),
-        }
-    }
-    pub fn to_u8(self) -> u8 {
-        match self {
-            Self::IdleTimeout => 0,
-            Self::HardTimeout => 1,
-            Self::Delete => 2,
-            Self::GroupDelete => 3,
-            Self::Other(x) => x,
-        }
+wire_enum! {
+    /// `ofp_flow_removed_reason`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+    pub enum FlowRemovedReason: u8 {
+        #[default]
+        IdleTimeout = 0 => "idle",
+        HardTimeout = 1 => "hard",
+        Delete = 2 => "delete",
+        GroupDelete = 3 => "group_delete",
+        _ => Other => "",
     }
 }
 
-impl fmt::Display for FlowRemovedReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::IdleTimeout => f.write_str("idle"),
-            Self::HardTimeout => f.write_str("hard"),
-            Self::Delete => f.write_str("delete"),
-            Self::GroupDelete => f.write_str("group_delete"),
-            Self::Other(x) => write!(f, "{x}"),
-        }
+ofp_struct! {
+    /// OFPT_FLOW_REMOVED body: 40 fixed bytes, then the match.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct FlowRemoved("flow_removed" separator " ") {
+        pub cookie: u64,
+        pub priority: u16,
+        pub reason: FlowRemovedReason,
+        pub table_id: u8,
+        pub duration_sec: u32,
+        pub duration_nsec: u32,
+        pub idle_timeout: u16,
+        pub hard_timeout: u16,
+        pub packet_count: u64,
+        pub byte_count: u64,
+        pub r#match: Match,
     }
-}
-
-/// OFPT_FLOW_REMOVED body: 40 fixed bytes, then the match.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct FlowRemoved {
-    pub cookie: u64,
-    pub priority: u16,
-    pub reason: FlowRemovedReason,
-    pub table_id: u8,
-    pub duration_sec: u32,
-    pub duration_nsec: u32,
-    pub idle_timeout: u16,
-    pub hard_timeout: u16,
-    pub packet_count: u64,
-    pub byte_count: u64,
-    pub r#match: Match,
 }
 
 /// Fixed part of the FLOW_REMOVED body before the match.
 pub const FLOW_REMOVED_FIXED_LEN: usize = 40;
-
-impl Wire for FlowRemoved {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, cookie) = wire::u64_(input, "flow_removed cookie")?;
-        let (i, priority) = wire::u16_(i, "flow_removed priority")?;
-        let (i, reason) = wire::u8_(i, "flow_removed reason")?;
-        let (i, table_id) = wire::u8_(i, "flow_removed table_id")?;
-        let (i, duration_sec) = wire::u32_(i, "flow_removed duration_sec")?;
-        let (i, duration_nsec) = wire::u32_(i, "flow_removed duration_nsec")?;
-        let (i, idle_timeout) = wire::u16_(i, "flow_removed idle_timeout")?;
-        let (i, hard_timeout) = wire::u16_(i, "flow_removed hard_timeout")?;
-        let (i, packet_count) = wire::u64_(i, "flow_removed packet_count")?;
-        let (i, byte_count) = wire::u64_(i, "flow_removed byte_count")?;
-        let (rest, m) = Match::decode(i)?;
-        Ok((
-            rest,
-            FlowRemoved {
-                cookie,
-                priority,
-                reason: FlowRemovedReason::from_u8(reason),
-                table_id,
-                duration_sec,
-                duration_nsec,
-                idle_timeout,
-                hard_timeout,
-                packet_count,
-                byte_count,
-                r#match: m,
-            },
-        ))
-    }
-
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u64(self.cookie);
-        out.put_u16(self.priority);
-        out.put_u8(self.reason.to_u8());
-        out.put_u8(self.table_id);
-        out.put_u32(self.duration_sec);
-        out.put_u32(self.duration_nsec);
-        out.put_u16(self.idle_timeout);
-        out.put_u16(self.hard_timeout);
-        out.put_u64(self.packet_count);
-        out.put_u64(self.byte_count);
-        self.r#match.encode(out);
-    }
-}
 
 impl fmt::Display for FlowRemoved {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -545,6 +382,7 @@ mod tests {
     use crate::openflow::action::Action;
     use crate::openflow::oxm::test_util::*;
     use crate::openflow::oxm::OxmField;
+    use crate::wire::Wire;
     use crate::MacAddr;
     use proptest::prelude::*;
     use std::net::Ipv4Addr;

@@ -6,6 +6,7 @@ use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
 use super::action::{decode_actions, encode_actions, Action, ActionList};
+use super::layout::{mod_command, ofp_struct, wire_enum};
 use super::port::{PortNo, OFPP_ANY};
 use crate::wire::{self, PResult, Wire};
 
@@ -19,47 +20,16 @@ pub const OFPG_ANY: u32 = 0xffff_ffff;
 /// Fixed part of `ofp_bucket`.
 pub const BUCKET_HEADER_LEN: usize = 16;
 
-/// OFPGT_* group types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum GroupType {
-    #[default]
-    All,
-    Select,
-    Indirect,
-    FastFailover,
-    Unknown(u8),
-}
-
-impl GroupType {
-    pub fn from_u8(v: u8) -> Self {
-        match v {
-            0 => Self::All,
-            1 => Self::Select,
-            2 => Self::Indirect,
-            3 => Self::FastFailover,
-            x => Self::Unknown(x),
-        }
-    }
-    pub fn to_u8(self) -> u8 {
-        match self {
-            Self::All => 0,
-            Self::Select => 1,
-            Self::Indirect => 2,
-            Self::FastFailover => 3,
-            Self::Unknown(x) => x,
-        }
-    }
-}
-
-impl fmt::Display for GroupType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::All => f.write_str("all"),
-            Self::Select => f.write_str("select"),
-            Self::Indirect => f.write_str("indirect"),
-            Self::FastFailover => f.write_str("ff"),
-            Self::Unknown(x) => write!(f, "type{x}"),
-        }
+wire_enum! {
+    /// OFPGT_* group types.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+    pub enum GroupType: u8 {
+        #[default]
+        All = 0 => "all",
+        Select = 1 => "select",
+        Indirect = 2 => "indirect",
+        FastFailover = 3 => "ff",
+        _ => Unknown => "type",
     }
 }
 
@@ -185,53 +155,21 @@ impl fmt::Display for Bucket {
 
 // ---- GROUP_MOD ----------------------------------------------------------------------------
 
-/// `ofp_group_mod_command`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum GroupModCommand {
-    #[default]
-    Add,
-    Modify,
-    Delete,
-    Other(u16),
-}
+mod_command!(
+    /// `ofp_group_mod_command`.
+    GroupModCommand
+);
 
-impl GroupModCommand {
-    pub fn from_u16(v: u16) -> Self {
-        match v {
-            0 => Self::Add,
-            1 => Self::Modify,
-            2 => Self::Delete,
-            x => Self::Other(x),
-        }
+ofp_struct! {
+    /// OFPT_GROUP_MOD body: command, type, pad, group_id, buckets (to the end of the message).
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct GroupMod("group_mod" separator " ") {
+        pub command: GroupModCommand,
+        pub group_type: GroupType as "type",
+        pad: [u8; 1],
+        pub group_id: u32,
+        pub buckets: Vec<Bucket>,
     }
-    pub fn to_u16(self) -> u16 {
-        match self {
-            Self::Add => 0,
-            Self::Modify => 1,
-            Self::Delete => 2,
-            Self::Other(x) => x,
-        }
-    }
-}
-
-impl fmt::Display for GroupModCommand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Add => f.write_str("ADD"),
-            Self::Modify => f.write_str("MOD"),
-            Self::Delete => f.write_str("DEL"),
-            Self::Other(x) => write!(f, "CMD{x}"),
-        }
-    }
-}
-
-/// OFPT_GROUP_MOD body: command, type, pad, group_id, buckets (to the end of the message).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct GroupMod {
-    pub command: GroupModCommand,
-    pub group_type: GroupType,
-    pub group_id: u32,
-    pub buckets: Vec<Bucket>,
 }
 
 /// Fixed part of the GROUP_MOD body.
@@ -277,35 +215,6 @@ impl GroupMod {
     /// The bucket weights, in order.
     pub fn weights(&self) -> Vec<u16> {
         self.buckets.iter().map(|b| b.weight).collect()
-    }
-}
-
-impl Wire for GroupMod {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, command) = wire::u16_(input, "group_mod command")?;
-        let (i, ty) = wire::u8_(i, "group_mod type")?;
-        let (i, ()) = wire::skip(i, 1, "group_mod pad")?;
-        let (i, group_id) = wire::u32_(i, "group_mod group_id")?;
-        let (rest, buckets) = wire::many_exact::<Bucket>(i)?;
-        Ok((
-            rest,
-            GroupMod {
-                command: GroupModCommand::from_u16(command),
-                group_type: GroupType::from_u8(ty),
-                group_id,
-                buckets,
-            },
-        ))
-    }
-
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u16(self.command.to_u16());
-        out.put_u8(self.group_type.to_u8());
-        out.put_u8(0);
-        out.put_u32(self.group_id);
-        for b in &self.buckets {
-            b.encode(out);
-        }
     }
 }
 

@@ -10,6 +10,7 @@ use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
 use super::action::{decode_actions, encode_actions, Action, ActionList};
+use super::tlv::{self, tlv_names, Tlv, TlvNames};
 use crate::wire::{self, PResult, Wire};
 
 pub const OFPIT_GOTO_TABLE: u16 = 1;
@@ -78,24 +79,15 @@ impl Instruction {
     }
 }
 
+const NAMES: TlvNames = tlv_names!("instruction");
+
 fn need<'a>(input: &'a [u8], len: usize, want: usize) -> PResult<'a, ()> {
-    if len == want {
-        Ok((input, ()))
-    } else {
-        wire::bad_length(input, "instruction", len, "wrong length for its type")
-    }
+    tlv::expect_len(input, &NAMES, len, want)
 }
 
 impl Wire for Instruction {
     fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, ty) = wire::u16_(input, "instruction type")?;
-        let (_, len16) = wire::u16_(i, "instruction length")?;
-        let len = usize::from(len16);
-        if len < 8 || len % 8 != 0 {
-            return wire::bad_length(input, "instruction", len, "not a positive multiple of 8");
-        }
-        let (rest, whole) = wire::take(input, len, "instruction")?;
-        let body = whole.get(4..).unwrap_or_default();
+        let (rest, Tlv { ty, len, body }) = tlv::read_tlv8(input, &NAMES)?;
         let ins = match ty {
             OFPIT_GOTO_TABLE => {
                 need(input, len, 8)?;
@@ -142,10 +134,7 @@ impl Wire for Instruction {
     }
 
     fn encode(&self, out: &mut BytesMut) {
-        let start = out.len();
-        out.put_u16(self.instruction_type());
-        out.put_u16(0); // patched below
-        match self {
+        tlv::write_tlv8(out, self.instruction_type(), |out| match self {
             Self::GotoTable(t) => {
                 out.put_u8(*t);
                 wire::put_zeros(out, 3);
@@ -166,10 +155,7 @@ impl Wire for Instruction {
                 out.put_slice(data);
             }
             Self::Unknown { body, .. } => out.put_slice(body),
-        }
-        let len = out.len() - start;
-        wire::put_zeros(out, wire::pad8(len));
-        wire::patch_u16(out, start + 2, wire::len_u16(len + wire::pad8(len)));
+        });
     }
 }
 

@@ -5,6 +5,7 @@ use std::fmt;
 use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
+use super::layout::{mod_command, ofp_struct};
 use crate::wire::{self, PResult, Wire};
 
 /// Last usable meter number.
@@ -211,54 +212,21 @@ impl fmt::Display for MeterBand {
 
 // ---- METER_MOD ----------------------------------------------------------------------------
 
-/// `ofp_meter_mod_command`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum MeterModCommand {
-    #[default]
-    Add,
-    Modify,
-    Delete,
-    Other(u16),
-}
+mod_command!(
+    /// `ofp_meter_mod_command`.
+    MeterModCommand
+);
 
-impl MeterModCommand {
-    pub fn from_u16(v: u16) -> Self {
-        match v {
-            0 => Self::Add,
-            1 => Self::Modify,
-            2 => Self::Delete,
-            x => Self::Other(x),
-        }
+ofp_struct! {
+    /// OFPT_METER_MOD body: command, flags, meter_id, bands (to the end of the message).
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct MeterMod("meter_mod" separator " ") {
+        pub command: MeterModCommand,
+        /// `flags::*` bits.
+        pub flags: u16,
+        pub meter_id: u32,
+        pub bands: Vec<MeterBand>,
     }
-    pub fn to_u16(self) -> u16 {
-        match self {
-            Self::Add => 0,
-            Self::Modify => 1,
-            Self::Delete => 2,
-            Self::Other(x) => x,
-        }
-    }
-}
-
-impl fmt::Display for MeterModCommand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Add => f.write_str("ADD"),
-            Self::Modify => f.write_str("MOD"),
-            Self::Delete => f.write_str("DEL"),
-            Self::Other(x) => write!(f, "CMD{x}"),
-        }
-    }
-}
-
-/// OFPT_METER_MOD body: command, flags, meter_id, bands (to the end of the message).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct MeterMod {
-    pub command: MeterModCommand,
-    /// `flags::*` bits.
-    pub flags: u16,
-    pub meter_id: u32,
-    pub bands: Vec<MeterBand>,
 }
 
 /// Fixed part of the METER_MOD body.
@@ -289,33 +257,6 @@ impl MeterMod {
             flags: 0,
             meter_id,
             bands: Vec::new(),
-        }
-    }
-}
-
-impl Wire for MeterMod {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, command) = wire::u16_(input, "meter_mod command")?;
-        let (i, flags) = wire::u16_(i, "meter_mod flags")?;
-        let (i, meter_id) = wire::u32_(i, "meter_mod meter_id")?;
-        let (rest, bands) = wire::many_exact::<MeterBand>(i)?;
-        Ok((
-            rest,
-            MeterMod {
-                command: MeterModCommand::from_u16(command),
-                flags,
-                meter_id,
-                bands,
-            },
-        ))
-    }
-
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u16(self.command.to_u16());
-        out.put_u16(self.flags);
-        out.put_u32(self.meter_id);
-        for b in &self.bands {
-            b.encode(out);
         }
     }
 }

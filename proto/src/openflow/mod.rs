@@ -16,6 +16,7 @@ pub mod framer;
 pub mod group;
 pub mod header;
 pub mod instruction;
+mod layout;
 pub mod message;
 pub mod meter;
 pub mod multipart;
@@ -28,6 +29,7 @@ pub mod switch;
 pub mod symmetric;
 pub mod table;
 pub mod table_features;
+mod tlv;
 
 /// OpenFlow 1.3 wire version.
 pub const OFP_VERSION: u8 = 0x04;

@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::openflow::group::{Bucket, GroupType};
 use crate::openflow::header::end;
 use crate::openflow::instruction::Instruction;
+use crate::openflow::layout::{ofp_struct, wire_enum};
 use crate::openflow::meter::MeterBand;
 use crate::openflow::oxm::Match;
 use crate::openflow::port::Port;
@@ -27,68 +28,30 @@ pub const OFPQ_ALL: u32 = 0xffff_ffff;
 /// `OFPM_ALL`.
 pub const OFPM_ALL: u32 = 0xffff_ffff;
 
-/// `enum ofp_multipart_type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum MultipartType {
-    Desc,
-    Flow,
-    Aggregate,
-    Table,
-    PortStats,
-    Queue,
-    Group,
-    GroupDesc,
-    GroupFeatures,
-    Meter,
-    MeterConfig,
-    MeterFeatures,
-    TableFeatures,
-    PortDesc,
-    Experimenter,
-    Other(u16),
+wire_enum! {
+    /// `enum ofp_multipart_type`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    pub enum MultipartType: u16 {
+        Desc = 0,
+        Flow = 1,
+        Aggregate = 2,
+        Table = 3,
+        PortStats = 4,
+        Queue = 5,
+        Group = 6,
+        GroupDesc = 7,
+        GroupFeatures = 8,
+        Meter = 9,
+        MeterConfig = 10,
+        MeterFeatures = 11,
+        TableFeatures = 12,
+        PortDesc = 13,
+        Experimenter = 0xffff,
+        _ => Other,
+    }
 }
 
 impl MultipartType {
-    pub fn from_u16(v: u16) -> Self {
-        match v {
-            0 => Self::Desc,
-            1 => Self::Flow,
-            2 => Self::Aggregate,
-            3 => Self::Table,
-            4 => Self::PortStats,
-            5 => Self::Queue,
-            6 => Self::Group,
-            7 => Self::GroupDesc,
-            8 => Self::GroupFeatures,
-            9 => Self::Meter,
-            10 => Self::MeterConfig,
-            11 => Self::MeterFeatures,
-            12 => Self::TableFeatures,
-            13 => Self::PortDesc,
-            0xffff => Self::Experimenter,
-            x => Self::Other(x),
-        }
-    }
-    pub fn to_u16(self) -> u16 {
-        match self {
-            Self::Desc => 0,
-            Self::Flow => 1,
-            Self::Aggregate => 2,
-            Self::Table => 3,
-            Self::PortStats => 4,
-            Self::Queue => 5,
-            Self::Group => 6,
-            Self::GroupDesc => 7,
-            Self::GroupFeatures => 8,
-            Self::Meter => 9,
-            Self::MeterConfig => 10,
-            Self::MeterFeatures => 11,
-            Self::TableFeatures => 12,
-            Self::PortDesc => 13,
-            Self::Experimenter => 0xffff,
-            Self::Other(x) => x,
-        }
-    }
     /// Open vSwitch's name, e.g. `OFPST_PORT`.
     pub fn name(self) -> &'static str {
         match self {
@@ -112,36 +75,21 @@ impl MultipartType {
     }
 }
 
-// ---- helpers ------------------------------------------------------------------------------------
-
-/// Reads a structure that starts with a u16 length (at `len_at`) covering the whole structure:
-/// returns (rest after the structure, the structure's bytes).
-fn sized<'a>(
-    input: &'a [u8],
-    len_at: usize,
-    min: usize,
-    what: &'static str,
-) -> PResult<'a, &'a [u8]> {
-    let (after, _) = wire::take(input, len_at, what)?;
-    let (_, len) = wire::u16_(after, what)?;
-    let len = usize::from(len);
-    if len < min {
-        return wire::bad_length(input, what, len, "shorter than its fixed part");
-    }
-    wire::take(input, len, what)
-}
-
 // ---- request bodies -----------------------------------------------------------------------------
 
-/// `struct ofp_flow_stats_request` / `ofp_aggregate_stats_request`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FlowStatsRequest {
-    pub table_id: u8,
-    pub out_port: u32,
-    pub out_group: u32,
-    pub cookie: u64,
-    pub cookie_mask: u64,
-    pub r#match: Match,
+ofp_struct! {
+    /// `struct ofp_flow_stats_request` / `ofp_aggregate_stats_request`.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+    pub struct FlowStatsRequest("ofp_flow_stats_request") {
+        pub table_id: u8,
+        pad: [u8; 3],
+        pub out_port: u32,
+        pub out_group: u32,
+        pad2: [u8; 4],
+        pub cookie: u64,
+        pub cookie_mask: u64,
+        pub r#match: Match,
+    }
 }
 
 impl Default for FlowStatsRequest {
@@ -158,66 +106,13 @@ impl Default for FlowStatsRequest {
     }
 }
 
-impl Wire for FlowStatsRequest {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, table_id) = wire::u8_(input, "ofp_flow_stats_request.table_id")?;
-        let (i, ()) = wire::skip(i, 3, "ofp_flow_stats_request.pad")?;
-        let (i, out_port) = wire::u32_(i, "ofp_flow_stats_request.out_port")?;
-        let (i, out_group) = wire::u32_(i, "ofp_flow_stats_request.out_group")?;
-        let (i, ()) = wire::skip(i, 4, "ofp_flow_stats_request.pad2")?;
-        let (i, cookie) = wire::u64_(i, "ofp_flow_stats_request.cookie")?;
-        let (i, cookie_mask) = wire::u64_(i, "ofp_flow_stats_request.cookie_mask")?;
-        let (i, m) = Match::decode(i)?;
-        Ok((
-            i,
-            FlowStatsRequest {
-                table_id,
-                out_port,
-                out_group,
-                cookie,
-                cookie_mask,
-                r#match: m,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u8(self.table_id);
-        wire::put_zeros(out, 3);
-        out.put_u32(self.out_port);
-        out.put_u32(self.out_group);
-        wire::put_zeros(out, 4);
-        out.put_u64(self.cookie);
-        out.put_u64(self.cookie_mask);
-        self.r#match.encode(out);
-    }
-}
-
-/// `struct ofp_experimenter_multipart_header` and the bytes after it.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct ExperimenterMultipart {
-    pub experimenter: u32,
-    pub exp_type: u32,
-    pub data: Vec<u8>,
-}
-
-impl Wire for ExperimenterMultipart {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, experimenter) =
-            wire::u32_(input, "ofp_experimenter_multipart_header.experimenter")?;
-        let (i, exp_type) = wire::u32_(i, "ofp_experimenter_multipart_header.exp_type")?;
-        Ok((
-            end(i),
-            ExperimenterMultipart {
-                experimenter,
-                exp_type,
-                data: i.to_vec(),
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u32(self.experimenter);
-        out.put_u32(self.exp_type);
-        out.put_slice(&self.data);
+ofp_struct! {
+    /// `struct ofp_experimenter_multipart_header` and the bytes after it.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct ExperimenterMultipart("ofp_experimenter_multipart_header") {
+        pub experimenter: u32,
+        pub exp_type: u32,
+        pub data: Vec<u8>,
     }
 }
 
@@ -439,21 +334,26 @@ impl Wire for Desc {
     }
 }
 
-/// `struct ofp_flow_stats` (one entry of an OFPMP_FLOW reply).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FlowStats {
-    pub table_id: u8,
-    pub duration_sec: u32,
-    pub duration_nsec: u32,
-    pub priority: u16,
-    pub idle_timeout: u16,
-    pub hard_timeout: u16,
-    pub flags: u16,
-    pub cookie: u64,
-    pub packet_count: u64,
-    pub byte_count: u64,
-    pub r#match: Match,
-    pub instructions: Vec<Instruction>,
+ofp_struct! {
+    /// `struct ofp_flow_stats` (one entry of an OFPMP_FLOW reply).
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+    pub struct FlowStats("ofp_flow_stats") {
+        length: Length >= 48,
+        pub table_id: u8,
+        pad: [u8; 1],
+        pub duration_sec: u32,
+        pub duration_nsec: u32,
+        pub priority: u16,
+        pub idle_timeout: u16,
+        pub hard_timeout: u16,
+        pub flags: u16,
+        pad2: [u8; 4],
+        pub cookie: u64,
+        pub packet_count: u64,
+        pub byte_count: u64,
+        pub r#match: Match,
+        pub instructions: Vec<Instruction>,
+    }
 }
 
 impl From<&crate::openflow::flow::FlowMod> for FlowStats {
@@ -476,359 +376,102 @@ impl From<&crate::openflow::flow::FlowMod> for FlowStats {
     }
 }
 
-impl Wire for FlowStats {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (rest, b) = sized(input, 0, 48, "ofp_flow_stats")?;
-        let (i, _) = wire::u16_(b, "ofp_flow_stats.length")?;
-        let (i, table_id) = wire::u8_(i, "ofp_flow_stats.table_id")?;
-        let (i, ()) = wire::skip(i, 1, "ofp_flow_stats.pad")?;
-        let (i, duration_sec) = wire::u32_(i, "ofp_flow_stats.duration_sec")?;
-        let (i, duration_nsec) = wire::u32_(i, "ofp_flow_stats.duration_nsec")?;
-        let (i, priority) = wire::u16_(i, "ofp_flow_stats.priority")?;
-        let (i, idle_timeout) = wire::u16_(i, "ofp_flow_stats.idle_timeout")?;
-        let (i, hard_timeout) = wire::u16_(i, "ofp_flow_stats.hard_timeout")?;
-        let (i, flags) = wire::u16_(i, "ofp_flow_stats.flags")?;
-        let (i, ()) = wire::skip(i, 4, "ofp_flow_stats.pad2")?;
-        let (i, cookie) = wire::u64_(i, "ofp_flow_stats.cookie")?;
-        let (i, packet_count) = wire::u64_(i, "ofp_flow_stats.packet_count")?;
-        let (i, byte_count) = wire::u64_(i, "ofp_flow_stats.byte_count")?;
-        let (i, m) = Match::decode(i)?;
-        let (_, instructions) = wire::many_exact::<Instruction>(i)?;
-        Ok((
-            rest,
-            FlowStats {
-                table_id,
-                duration_sec,
-                duration_nsec,
-                priority,
-                idle_timeout,
-                hard_timeout,
-                flags,
-                cookie,
-                packet_count,
-                byte_count,
-                r#match: m,
-                instructions,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        let start = out.len();
-        out.put_u16(0);
-        out.put_u8(self.table_id);
-        wire::put_zeros(out, 1);
-        out.put_u32(self.duration_sec);
-        out.put_u32(self.duration_nsec);
-        out.put_u16(self.priority);
-        out.put_u16(self.idle_timeout);
-        out.put_u16(self.hard_timeout);
-        out.put_u16(self.flags);
-        wire::put_zeros(out, 4);
-        out.put_u64(self.cookie);
-        out.put_u64(self.packet_count);
-        out.put_u64(self.byte_count);
-        self.r#match.encode(out);
-        for ins in &self.instructions {
-            ins.encode(out);
-        }
-        let len = out.len() - start;
-        wire::patch_u16(out, start, wire::len_u16(len));
+ofp_struct! {
+    /// `struct ofp_aggregate_stats_reply`.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct AggregateStats("ofp_aggregate_stats_reply", 24 bytes) {
+        pub packet_count: u64,
+        pub byte_count: u64,
+        pub flow_count: u32,
+        pad: [u8; 4],
     }
 }
 
-/// `struct ofp_aggregate_stats_reply`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct AggregateStats {
-    pub packet_count: u64,
-    pub byte_count: u64,
-    pub flow_count: u32,
-}
-
-impl Wire for AggregateStats {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, packet_count) = wire::u64_(input, "ofp_aggregate_stats_reply.packet_count")?;
-        let (i, byte_count) = wire::u64_(i, "ofp_aggregate_stats_reply.byte_count")?;
-        let (i, flow_count) = wire::u32_(i, "ofp_aggregate_stats_reply.flow_count")?;
-        let (i, ()) = wire::skip(i, 4, "ofp_aggregate_stats_reply.pad")?;
-        Ok((
-            i,
-            AggregateStats {
-                packet_count,
-                byte_count,
-                flow_count,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u64(self.packet_count);
-        out.put_u64(self.byte_count);
-        out.put_u32(self.flow_count);
-        wire::put_zeros(out, 4);
+ofp_struct! {
+    /// `struct ofp_table_stats`.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct TableStats("ofp_table_stats", 24 bytes) {
+        pub table_id: u8,
+        pad: [u8; 3],
+        pub active_count: u32,
+        pub lookup_count: u64,
+        pub matched_count: u64,
     }
 }
 
-/// `struct ofp_table_stats`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct TableStats {
-    pub table_id: u8,
-    pub active_count: u32,
-    pub lookup_count: u64,
-    pub matched_count: u64,
-}
-
-impl Wire for TableStats {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, table_id) = wire::u8_(input, "ofp_table_stats.table_id")?;
-        let (i, ()) = wire::skip(i, 3, "ofp_table_stats.pad")?;
-        let (i, active_count) = wire::u32_(i, "ofp_table_stats.active_count")?;
-        let (i, lookup_count) = wire::u64_(i, "ofp_table_stats.lookup_count")?;
-        let (i, matched_count) = wire::u64_(i, "ofp_table_stats.matched_count")?;
-        Ok((
-            i,
-            TableStats {
-                table_id,
-                active_count,
-                lookup_count,
-                matched_count,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u8(self.table_id);
-        wire::put_zeros(out, 3);
-        out.put_u32(self.active_count);
-        out.put_u64(self.lookup_count);
-        out.put_u64(self.matched_count);
+ofp_struct! {
+    /// `struct ofp_port_stats`.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct PortStats("ofp_port_stats", 112 bytes) {
+        pub port_no: u32,
+        pad: [u8; 4],
+        pub rx_packets: u64,
+        pub tx_packets: u64,
+        pub rx_bytes: u64,
+        pub tx_bytes: u64,
+        pub rx_dropped: u64,
+        pub tx_dropped: u64,
+        pub rx_errors: u64,
+        pub tx_errors: u64,
+        pub rx_frame_err: u64,
+        pub rx_over_err: u64,
+        pub rx_crc_err: u64,
+        pub collisions: u64,
+        pub duration_sec: u32,
+        pub duration_nsec: u32,
     }
 }
 
-/// `struct ofp_port_stats` (112 bytes).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct PortStats {
-    pub port_no: u32,
-    pub rx_packets: u64,
-    pub tx_packets: u64,
-    pub rx_bytes: u64,
-    pub tx_bytes: u64,
-    pub rx_dropped: u64,
-    pub tx_dropped: u64,
-    pub rx_errors: u64,
-    pub tx_errors: u64,
-    pub rx_frame_err: u64,
-    pub rx_over_err: u64,
-    pub rx_crc_err: u64,
-    pub collisions: u64,
-    pub duration_sec: u32,
-    pub duration_nsec: u32,
-}
-
-/// Size of `struct ofp_port_stats`.
-const PORT_STATS_LEN: usize = 112;
-
-impl Wire for PortStats {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, port_no) = wire::u32_(input, "ofp_port_stats.port_no")?;
-        let (mut i, ()) = wire::skip(i, 4, "ofp_port_stats.pad")?;
-        let mut c = [0u64; 12];
-        for v in &mut c {
-            let (r, x) = wire::u64_(i, "ofp_port_stats counter")?;
-            *v = x;
-            i = r;
-        }
-        let (i, duration_sec) = wire::u32_(i, "ofp_port_stats.duration_sec")?;
-        let (i, duration_nsec) = wire::u32_(i, "ofp_port_stats.duration_nsec")?;
-        let [rx_packets, tx_packets, rx_bytes, tx_bytes, rx_dropped, tx_dropped, rx_errors, tx_errors, rx_frame_err, rx_over_err, rx_crc_err, collisions] =
-            c;
-        Ok((
-            i,
-            PortStats {
-                port_no,
-                rx_packets,
-                tx_packets,
-                rx_bytes,
-                tx_bytes,
-                rx_dropped,
-                tx_dropped,
-                rx_errors,
-                tx_errors,
-                rx_frame_err,
-                rx_over_err,
-                rx_crc_err,
-                collisions,
-                duration_sec,
-                duration_nsec,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        // Built on the stack and appended once: 14 separate `put_*` calls each pay BytesMut's
-        // capacity check, which made a 48-port reply encode several times slower than decode.
-        let mut e = [0u8; PORT_STATS_LEN];
-        let counters = [
-            self.rx_packets,
-            self.tx_packets,
-            self.rx_bytes,
-            self.tx_bytes,
-            self.rx_dropped,
-            self.tx_dropped,
-            self.rx_errors,
-            self.tx_errors,
-            self.rx_frame_err,
-            self.rx_over_err,
-            self.rx_crc_err,
-            self.collisions,
-        ];
-        let mut dst = e.iter_mut();
-        let mut put = |bytes: &[u8]| {
-            // `bytes` first: zip then stops without taking (and losing) one more `dst` byte.
-            for (b, d) in bytes.iter().zip(dst.by_ref()) {
-                *d = *b;
-            }
-        };
-        put(&self.port_no.to_be_bytes());
-        put(&[0; 4]);
-        for v in counters {
-            put(&v.to_be_bytes());
-        }
-        put(&self.duration_sec.to_be_bytes());
-        put(&self.duration_nsec.to_be_bytes());
-        out.put_slice(&e);
+ofp_struct! {
+    /// `struct ofp_queue_stats`.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct QueueStats("ofp_queue_stats", 40 bytes) {
+        pub port_no: u32,
+        pub queue_id: u32,
+        pub tx_bytes: u64,
+        pub tx_packets: u64,
+        pub tx_errors: u64,
+        pub duration_sec: u32,
+        pub duration_nsec: u32,
     }
 }
 
-/// `struct ofp_queue_stats`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct QueueStats {
-    pub port_no: u32,
-    pub queue_id: u32,
-    pub tx_bytes: u64,
-    pub tx_packets: u64,
-    pub tx_errors: u64,
-    pub duration_sec: u32,
-    pub duration_nsec: u32,
-}
-
-impl Wire for QueueStats {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, port_no) = wire::u32_(input, "ofp_queue_stats.port_no")?;
-        let (i, queue_id) = wire::u32_(i, "ofp_queue_stats.queue_id")?;
-        let (i, tx_bytes) = wire::u64_(i, "ofp_queue_stats.tx_bytes")?;
-        let (i, tx_packets) = wire::u64_(i, "ofp_queue_stats.tx_packets")?;
-        let (i, tx_errors) = wire::u64_(i, "ofp_queue_stats.tx_errors")?;
-        let (i, duration_sec) = wire::u32_(i, "ofp_queue_stats.duration_sec")?;
-        let (i, duration_nsec) = wire::u32_(i, "ofp_queue_stats.duration_nsec")?;
-        Ok((
-            i,
-            QueueStats {
-                port_no,
-                queue_id,
-                tx_bytes,
-                tx_packets,
-                tx_errors,
-                duration_sec,
-                duration_nsec,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u32(self.port_no);
-        out.put_u32(self.queue_id);
-        out.put_u64(self.tx_bytes);
-        out.put_u64(self.tx_packets);
-        out.put_u64(self.tx_errors);
-        out.put_u32(self.duration_sec);
-        out.put_u32(self.duration_nsec);
+ofp_struct! {
+    /// `struct ofp_bucket_counter`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+    pub struct BucketCounter("ofp_bucket_counter", 16 bytes) {
+        pub packet_count: u64,
+        pub byte_count: u64,
     }
 }
 
-/// `struct ofp_bucket_counter`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct BucketCounter {
-    pub packet_count: u64,
-    pub byte_count: u64,
-}
-
-impl Wire for BucketCounter {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, packet_count) = wire::u64_(input, "ofp_bucket_counter.packet_count")?;
-        let (i, byte_count) = wire::u64_(i, "ofp_bucket_counter.byte_count")?;
-        Ok((
-            i,
-            BucketCounter {
-                packet_count,
-                byte_count,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u64(self.packet_count);
-        out.put_u64(self.byte_count);
+ofp_struct! {
+    /// `struct ofp_group_stats`.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct GroupStats("ofp_group_stats") {
+        length: Length >= 40,
+        pad: [u8; 2],
+        pub group_id: u32,
+        pub ref_count: u32,
+        pad2: [u8; 4],
+        pub packet_count: u64,
+        pub byte_count: u64,
+        pub duration_sec: u32,
+        pub duration_nsec: u32,
+        pub bucket_stats: Vec<BucketCounter>,
     }
 }
 
-/// `struct ofp_group_stats`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct GroupStats {
-    pub group_id: u32,
-    pub ref_count: u32,
-    pub packet_count: u64,
-    pub byte_count: u64,
-    pub duration_sec: u32,
-    pub duration_nsec: u32,
-    pub bucket_stats: Vec<BucketCounter>,
-}
-
-impl Wire for GroupStats {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (rest, b) = sized(input, 0, 40, "ofp_group_stats")?;
-        let (i, _) = wire::u16_(b, "ofp_group_stats.length")?;
-        let (i, ()) = wire::skip(i, 2, "ofp_group_stats.pad")?;
-        let (i, group_id) = wire::u32_(i, "ofp_group_stats.group_id")?;
-        let (i, ref_count) = wire::u32_(i, "ofp_group_stats.ref_count")?;
-        let (i, ()) = wire::skip(i, 4, "ofp_group_stats.pad2")?;
-        let (i, packet_count) = wire::u64_(i, "ofp_group_stats.packet_count")?;
-        let (i, byte_count) = wire::u64_(i, "ofp_group_stats.byte_count")?;
-        let (i, duration_sec) = wire::u32_(i, "ofp_group_stats.duration_sec")?;
-        let (i, duration_nsec) = wire::u32_(i, "ofp_group_stats.duration_nsec")?;
-        let (_, bucket_stats) = wire::many_exact::<BucketCounter>(i)?;
-        Ok((
-            rest,
-            GroupStats {
-                group_id,
-                ref_count,
-                packet_count,
-                byte_count,
-                duration_sec,
-                duration_nsec,
-                bucket_stats,
-            },
-        ))
+ofp_struct! {
+    /// `struct ofp_group_desc` (one entry of an OFPMP_GROUP_DESC reply).
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct GroupDesc("ofp_group_desc") {
+        length: Length >= 8,
+        pub group_type: GroupType as "type",
+        pad: [u8; 1],
+        pub group_id: u32,
+        pub buckets: Vec<Bucket>,
     }
-    fn encode(&self, out: &mut BytesMut) {
-        let start = out.len();
-        out.put_u16(0);
-        wire::put_zeros(out, 2);
-        out.put_u32(self.group_id);
-        out.put_u32(self.ref_count);
-        wire::put_zeros(out, 4);
-        out.put_u64(self.packet_count);
-        out.put_u64(self.byte_count);
-        out.put_u32(self.duration_sec);
-        out.put_u32(self.duration_nsec);
-        for b in &self.bucket_stats {
-            b.encode(out);
-        }
-        let len = out.len() - start;
-        wire::patch_u16(out, start, wire::len_u16(len));
-    }
-}
-
-/// `struct ofp_group_desc` (one entry of an OFPMP_GROUP_DESC reply).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct GroupDesc {
-    pub group_type: GroupType,
-    pub group_id: u32,
-    pub buckets: Vec<Bucket>,
 }
 
 impl From<&crate::openflow::group::GroupMod> for GroupDesc {
@@ -842,237 +485,70 @@ impl From<&crate::openflow::group::GroupMod> for GroupDesc {
     }
 }
 
-impl Wire for GroupDesc {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (rest, b) = sized(input, 0, 8, "ofp_group_desc")?;
-        let (i, _) = wire::u16_(b, "ofp_group_desc.length")?;
-        let (i, t) = wire::u8_(i, "ofp_group_desc.type")?;
-        let (i, ()) = wire::skip(i, 1, "ofp_group_desc.pad")?;
-        let (i, group_id) = wire::u32_(i, "ofp_group_desc.group_id")?;
-        let (_, buckets) = wire::many_exact::<Bucket>(i)?;
-        Ok((
-            rest,
-            GroupDesc {
-                group_type: GroupType::from_u8(t),
-                group_id,
-                buckets,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        let start = out.len();
-        out.put_u16(0);
-        out.put_u8(self.group_type.to_u8());
-        wire::put_zeros(out, 1);
-        out.put_u32(self.group_id);
-        for b in &self.buckets {
-            b.encode(out);
-        }
-        let len = out.len() - start;
-        wire::patch_u16(out, start, wire::len_u16(len));
+ofp_struct! {
+    /// `struct ofp_group_features`.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct GroupFeatures("ofp_group_features", 40 bytes) {
+        /// Bitmap of supported group types (1 << OFPGT_*).
+        pub types: u32,
+        /// Bitmap of `ofp_group_capabilities`.
+        pub capabilities: u32,
+        /// Maximum number of groups for each type (ALL, SELECT, INDIRECT, FF).
+        pub max_groups: [u32; 4],
+        /// Bitmaps of supported action types for each group type.
+        pub actions: [u32; 4],
     }
 }
 
-/// `struct ofp_group_features`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct GroupFeatures {
-    /// Bitmap of supported group types (1 << OFPGT_*).
-    pub types: u32,
-    /// Bitmap of `ofp_group_capabilities`.
-    pub capabilities: u32,
-    /// Maximum number of groups for each type (ALL, SELECT, INDIRECT, FF).
-    pub max_groups: [u32; 4],
-    /// Bitmaps of supported action types for each group type.
-    pub actions: [u32; 4],
-}
-
-impl Wire for GroupFeatures {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (mut i, types) = wire::u32_(input, "ofp_group_features.types")?;
-        let (r, capabilities) = wire::u32_(i, "ofp_group_features.capabilities")?;
-        i = r;
-        let mut v = [0u32; 8];
-        for x in &mut v {
-            let (r, y) = wire::u32_(i, "ofp_group_features.max_groups/actions")?;
-            *x = y;
-            i = r;
-        }
-        let [a, b, c, d, e, f, g, h] = v;
-        Ok((
-            i,
-            GroupFeatures {
-                types,
-                capabilities,
-                max_groups: [a, b, c, d],
-                actions: [e, f, g, h],
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u32(self.types);
-        out.put_u32(self.capabilities);
-        for x in self.max_groups.iter().chain(self.actions.iter()) {
-            out.put_u32(*x);
-        }
+ofp_struct! {
+    /// `struct ofp_meter_band_stats`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+    pub struct MeterBandStats("ofp_meter_band_stats", 16 bytes) {
+        pub packet_band_count: u64,
+        pub byte_band_count: u64,
     }
 }
 
-/// `struct ofp_meter_band_stats`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct MeterBandStats {
-    pub packet_band_count: u64,
-    pub byte_band_count: u64,
-}
-
-impl Wire for MeterBandStats {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, packet_band_count) = wire::u64_(input, "ofp_meter_band_stats.packet_band_count")?;
-        let (i, byte_band_count) = wire::u64_(i, "ofp_meter_band_stats.byte_band_count")?;
-        Ok((
-            i,
-            MeterBandStats {
-                packet_band_count,
-                byte_band_count,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u64(self.packet_band_count);
-        out.put_u64(self.byte_band_count);
+ofp_struct! {
+    /// `struct ofp_meter_stats`.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct MeterStats("ofp_meter_stats") {
+        pub meter_id: u32,
+        len: Length >= 40,
+        pad: [u8; 6],
+        pub flow_count: u32,
+        pub packet_in_count: u64,
+        pub byte_in_count: u64,
+        pub duration_sec: u32,
+        pub duration_nsec: u32,
+        pub band_stats: Vec<MeterBandStats>,
     }
 }
 
-/// `struct ofp_meter_stats`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct MeterStats {
-    pub meter_id: u32,
-    pub flow_count: u32,
-    pub packet_in_count: u64,
-    pub byte_in_count: u64,
-    pub duration_sec: u32,
-    pub duration_nsec: u32,
-    pub band_stats: Vec<MeterBandStats>,
-}
-
-impl Wire for MeterStats {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (rest, b) = sized(input, 4, 40, "ofp_meter_stats")?;
-        let (i, meter_id) = wire::u32_(b, "ofp_meter_stats.meter_id")?;
-        let (i, _) = wire::u16_(i, "ofp_meter_stats.len")?;
-        let (i, ()) = wire::skip(i, 6, "ofp_meter_stats.pad")?;
-        let (i, flow_count) = wire::u32_(i, "ofp_meter_stats.flow_count")?;
-        let (i, packet_in_count) = wire::u64_(i, "ofp_meter_stats.packet_in_count")?;
-        let (i, byte_in_count) = wire::u64_(i, "ofp_meter_stats.byte_in_count")?;
-        let (i, duration_sec) = wire::u32_(i, "ofp_meter_stats.duration_sec")?;
-        let (i, duration_nsec) = wire::u32_(i, "ofp_meter_stats.duration_nsec")?;
-        let (_, band_stats) = wire::many_exact::<MeterBandStats>(i)?;
-        Ok((
-            rest,
-            MeterStats {
-                meter_id,
-                flow_count,
-                packet_in_count,
-                byte_in_count,
-                duration_sec,
-                duration_nsec,
-                band_stats,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        let start = out.len();
-        out.put_u32(self.meter_id);
-        out.put_u16(0);
-        wire::put_zeros(out, 6);
-        out.put_u32(self.flow_count);
-        out.put_u64(self.packet_in_count);
-        out.put_u64(self.byte_in_count);
-        out.put_u32(self.duration_sec);
-        out.put_u32(self.duration_nsec);
-        for b in &self.band_stats {
-            b.encode(out);
-        }
-        let len = out.len() - start;
-        wire::patch_u16(out, start + 4, wire::len_u16(len));
+ofp_struct! {
+    /// `struct ofp_meter_config` (one entry of an OFPMP_METER_CONFIG reply).
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct MeterConfig("ofp_meter_config") {
+        length: Length >= 8,
+        /// `ofp_meter_flags` (KBPS=1, PKTPS=2, BURST=4, STATS=8).
+        pub flags: u16,
+        pub meter_id: u32,
+        pub bands: Vec<MeterBand>,
     }
 }
 
-/// `struct ofp_meter_config` (one entry of an OFPMP_METER_CONFIG reply).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct MeterConfig {
-    /// `ofp_meter_flags` (KBPS=1, PKTPS=2, BURST=4, STATS=8).
-    pub flags: u16,
-    pub meter_id: u32,
-    pub bands: Vec<MeterBand>,
-}
-
-impl Wire for MeterConfig {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (rest, b) = sized(input, 0, 8, "ofp_meter_config")?;
-        let (i, _) = wire::u16_(b, "ofp_meter_config.length")?;
-        let (i, flags) = wire::u16_(i, "ofp_meter_config.flags")?;
-        let (i, meter_id) = wire::u32_(i, "ofp_meter_config.meter_id")?;
-        let (_, bands) = wire::many_exact::<MeterBand>(i)?;
-        Ok((
-            rest,
-            MeterConfig {
-                flags,
-                meter_id,
-                bands,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        let start = out.len();
-        out.put_u16(0);
-        out.put_u16(self.flags);
-        out.put_u32(self.meter_id);
-        for b in &self.bands {
-            b.encode(out);
-        }
-        let len = out.len() - start;
-        wire::patch_u16(out, start, wire::len_u16(len));
-    }
-}
-
-/// `struct ofp_meter_features`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct MeterFeatures {
-    pub max_meter: u32,
-    /// Bitmap of 1 << OFPMBT_*.
-    pub band_types: u32,
-    /// Bitmap of `ofp_meter_flags`.
-    pub capabilities: u32,
-    pub max_bands: u8,
-    pub max_color: u8,
-}
-
-impl Wire for MeterFeatures {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, max_meter) = wire::u32_(input, "ofp_meter_features.max_meter")?;
-        let (i, band_types) = wire::u32_(i, "ofp_meter_features.band_types")?;
-        let (i, capabilities) = wire::u32_(i, "ofp_meter_features.capabilities")?;
-        let (i, max_bands) = wire::u8_(i, "ofp_meter_features.max_bands")?;
-        let (i, max_color) = wire::u8_(i, "ofp_meter_features.max_color")?;
-        let (i, ()) = wire::skip(i, 2, "ofp_meter_features.pad")?;
-        Ok((
-            i,
-            MeterFeatures {
-                max_meter,
-                band_types,
-                capabilities,
-                max_bands,
-                max_color,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u32(self.max_meter);
-        out.put_u32(self.band_types);
-        out.put_u32(self.capabilities);
-        out.put_u8(self.max_bands);
-        out.put_u8(self.max_color);
-        wire::put_zeros(out, 2);
+ofp_struct! {
+    /// `struct ofp_meter_features`.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct MeterFeatures("ofp_meter_features", 16 bytes) {
+        pub max_meter: u32,
+        /// Bitmap of 1 << OFPMBT_*.
+        pub band_types: u32,
+        /// Bitmap of `ofp_meter_flags`.
+        pub capabilities: u32,
+        pub max_bands: u8,
+        pub max_color: u8,
+        pad: [u8; 2],
     }
 }
 

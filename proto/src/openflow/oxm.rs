@@ -492,6 +492,16 @@ impl Match {
     }
 }
 
+/// A match delimits itself, so it can stand anywhere in an `ofp_struct!` layout.
+impl crate::openflow::layout::Field for Match {
+    fn read<'a>(input: &'a [u8], _what: &'static str) -> PResult<'a, Self> {
+        Match::decode(input)
+    }
+    fn write(&self, out: &mut BytesMut) {
+        self.encode(out);
+    }
+}
+
 impl Wire for Match {
     fn decode(input: &[u8]) -> PResult<'_, Self> {
         let (i, ty) = wire::u16_(input, "match type")?;

@@ -6,6 +6,7 @@ use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
 use super::action::{decode_actions, encode_actions, packet_in_reason_name, Action, ActionList};
+use super::layout::{ofp_struct, wire_enum};
 use super::oxm::Match;
 use super::port::{PortNo, OFPP_CONTROLLER};
 use crate::wire::{self, PResult, Wire};
@@ -13,35 +14,18 @@ use crate::wire::{self, PResult, Wire};
 /// `buffer_id` meaning "not buffered, the packet is in the message".
 pub const OFP_NO_BUFFER: u32 = 0xffff_ffff;
 
-/// `ofp_packet_in_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum PacketInReason {
-    /// No matching flow (table-miss flow entry).
-    #[default]
-    NoMatch,
-    /// Action explicitly output to the controller.
-    Action,
-    /// Packet has an invalid TTL.
-    InvalidTtl,
-    Other(u8),
-}
-
-impl PacketInReason {
-    pub fn from_u8(v: u8) -> Self {
-        match v {
-            0 => Self::NoMatch,
-            1 => Self::Action,
-            2 => Self::InvalidTtl,
-            x => Self::Other(x),
-        }
-    }
-    pub fn to_u8(self) -> u8 {
-        match self {
-            Self::NoMatch => 0,
-            Self::Action => 1,
-            Self::InvalidTtl => 2,
-            Self::Other(x) => x,
-        }
+wire_enum! {
+    /// `ofp_packet_in_reason`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+    pub enum PacketInReason: u8 {
+        /// No matching flow (table-miss flow entry).
+        #[default]
+        NoMatch = 0,
+        /// Action explicitly output to the controller.
+        Action = 1,
+        /// Packet has an invalid TTL.
+        InvalidTtl = 2,
+        _ => Other,
     }
 }
 
@@ -56,21 +40,24 @@ impl fmt::Display for PacketInReason {
 
 // ---- PACKET_IN ----------------------------------------------------------------------------
 
-/// OFPT_PACKET_IN body: buffer_id, total_len, reason, table_id, cookie, match, 2 pad bytes,
-/// then the packet data to the end of the message.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct PacketIn {
-    pub buffer_id: u32,
-    /// Full length of the frame (`data` may be shorter).
-    pub total_len: u16,
-    pub reason: PacketInReason,
-    pub table_id: u8,
-    /// Cookie of the flow entry that sent the packet.
-    pub cookie: u64,
-    /// Pipeline fields (at least IN_PORT).
-    pub r#match: Match,
-    #[serde(with = "hex_bytes")]
-    pub data: Vec<u8>,
+ofp_struct! {
+    /// OFPT_PACKET_IN body: buffer_id, total_len, reason, table_id, cookie, match, 2 pad bytes,
+    /// then the packet data to the end of the message.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct PacketIn("packet_in" separator " ") {
+        pub buffer_id: u32,
+        /// Full length of the frame (`data` may be shorter).
+        pub total_len: u16,
+        pub reason: PacketInReason,
+        pub table_id: u8,
+        /// Cookie of the flow entry that sent the packet.
+        pub cookie: u64,
+        /// Pipeline fields (at least IN_PORT).
+        pub r#match: Match,
+        pad: [u8; 2],
+        #[serde(with = "hex_bytes")]
+        pub data: Vec<u8>,
+    }
 }
 
 /// Fixed part of the PACKET_IN body before the match.
@@ -80,41 +67,6 @@ impl PacketIn {
     /// The ingress port (the match's IN_PORT field).
     pub fn in_port(&self) -> Option<u32> {
         self.r#match.in_port()
-    }
-}
-
-impl Wire for PacketIn {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, buffer_id) = wire::u32_(input, "packet_in buffer_id")?;
-        let (i, total_len) = wire::u16_(i, "packet_in total_len")?;
-        let (i, reason) = wire::u8_(i, "packet_in reason")?;
-        let (i, table_id) = wire::u8_(i, "packet_in table_id")?;
-        let (i, cookie) = wire::u64_(i, "packet_in cookie")?;
-        let (i, m) = Match::decode(i)?;
-        let (data, ()) = wire::skip(i, 2, "packet_in pad")?;
-        Ok((
-            &[],
-            PacketIn {
-                buffer_id,
-                total_len,
-                reason: PacketInReason::from_u8(reason),
-                table_id,
-                cookie,
-                r#match: m,
-                data: data.to_vec(),
-            },
-        ))
-    }
-
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u32(self.buffer_id);
-        out.put_u16(self.total_len);
-        out.put_u8(self.reason.to_u8());
-        out.put_u8(self.table_id);
-        out.put_u64(self.cookie);
-        self.r#match.encode(out);
-        wire::put_zeros(out, 2);
-        out.put_slice(&self.data);
     }
 }
 

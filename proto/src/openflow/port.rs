@@ -2,10 +2,11 @@
 
 use std::fmt;
 
-use bytes::{BufMut, BytesMut};
+use bytes::BufMut;
 use serde::{Serialize, Serializer};
 
-use crate::wire::{self, PResult, Wire};
+use super::layout::{ofp_struct, wire_enum, FixedField};
+use crate::wire::{self, PResult};
 use crate::MacAddr;
 
 // ---- reserved port numbers (ofp_port_no) -------------------------------------------------
@@ -137,6 +138,17 @@ impl fmt::Display for PortName {
     }
 }
 
+impl FixedField for PortName {
+    const SIZE: usize = 16;
+    fn read<'a>(input: &'a [u8], what: &'static str) -> PResult<'a, Self> {
+        let (i, name) = wire::array::<16>(input, what)?;
+        Ok((i, PortName(name)))
+    }
+    fn write<B: BufMut>(&self, out: &mut B) {
+        out.put_slice(&self.0);
+    }
+}
+
 impl Serialize for PortName {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.as_string())
@@ -145,24 +157,28 @@ impl Serialize for PortName {
 
 // ---- ofp_port -----------------------------------------------------------------------------
 
-/// `ofp_port`: the description of one port (64 bytes).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct Port {
-    pub port_no: u32,
-    pub hw_addr: MacAddr,
-    pub name: PortName,
-    /// `config::*` bits.
-    pub config: u32,
-    /// `state::*` bits.
-    pub state: u32,
-    /// `features::*` bits: current, advertised, supported, advertised by peer.
-    pub curr: u32,
-    pub advertised: u32,
-    pub supported: u32,
-    pub peer: u32,
-    /// Current and maximum bit rate, in kbps.
-    pub curr_speed: u32,
-    pub max_speed: u32,
+ofp_struct! {
+    /// `ofp_port`: the description of one port (64 bytes).
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct Port("port", 64 bytes) {
+        pub port_no: u32,
+        pad: [u8; 4],
+        pub hw_addr: MacAddr,
+        pad2: [u8; 2],
+        pub name: PortName,
+        /// `config::*` bits.
+        pub config: u32,
+        /// `state::*` bits.
+        pub state: u32,
+        /// `features::*` bits: current, advertised, supported, advertised by peer.
+        pub curr: u32,
+        pub advertised: u32,
+        pub supported: u32,
+        pub peer: u32,
+        /// Current and maximum bit rate, in kbps.
+        pub curr_speed: u32,
+        pub max_speed: u32,
+    }
 }
 
 /// Wire size of `ofp_port`.
@@ -184,56 +200,6 @@ impl Port {
     }
 }
 
-impl Wire for Port {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, port_no) = wire::u32_(input, "port.port_no")?;
-        let (i, ()) = wire::skip(i, 4, "port.pad")?;
-        let (i, hw) = wire::array::<6>(i, "port.hw_addr")?;
-        let (i, ()) = wire::skip(i, 2, "port.pad2")?;
-        let (i, name) = wire::array::<16>(i, "port.name")?;
-        let (i, config) = wire::u32_(i, "port.config")?;
-        let (i, state) = wire::u32_(i, "port.state")?;
-        let (i, curr) = wire::u32_(i, "port.curr")?;
-        let (i, advertised) = wire::u32_(i, "port.advertised")?;
-        let (i, supported) = wire::u32_(i, "port.supported")?;
-        let (i, peer) = wire::u32_(i, "port.peer")?;
-        let (i, curr_speed) = wire::u32_(i, "port.curr_speed")?;
-        let (i, max_speed) = wire::u32_(i, "port.max_speed")?;
-        Ok((
-            i,
-            Port {
-                port_no,
-                hw_addr: MacAddr(hw),
-                name: PortName(name),
-                config,
-                state,
-                curr,
-                advertised,
-                supported,
-                peer,
-                curr_speed,
-                max_speed,
-            },
-        ))
-    }
-
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u32(self.port_no);
-        wire::put_zeros(out, 4);
-        out.put_slice(&self.hw_addr.0);
-        wire::put_zeros(out, 2);
-        out.put_slice(&self.name.0);
-        out.put_u32(self.config);
-        out.put_u32(self.state);
-        out.put_u32(self.curr);
-        out.put_u32(self.advertised);
-        out.put_u32(self.supported);
-        out.put_u32(self.peer);
-        out.put_u32(self.curr_speed);
-        out.put_u32(self.max_speed);
-    }
-}
-
 impl fmt::Display for Port {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -252,16 +218,21 @@ impl fmt::Display for Port {
 
 // ---- PORT_MOD -----------------------------------------------------------------------------
 
-/// OFPT_PORT_MOD body (32 bytes after the header).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct PortMod {
-    pub port_no: u32,
-    pub hw_addr: MacAddr,
-    /// New `config::*` bits, applied where `mask` has a 1.
-    pub config: u32,
-    pub mask: u32,
-    /// `features::*` to advertise; 0 leaves advertisement unchanged.
-    pub advertise: u32,
+ofp_struct! {
+    /// OFPT_PORT_MOD body (32 bytes after the header).
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct PortMod("port_mod", 32 bytes) {
+        pub port_no: u32,
+        pad: [u8; 4],
+        pub hw_addr: MacAddr,
+        pad2: [u8; 2],
+        /// New `config::*` bits, applied where `mask` has a 1.
+        pub config: u32,
+        pub mask: u32,
+        /// `features::*` to advertise; 0 leaves advertisement unchanged.
+        pub advertise: u32,
+        pad3: [u8; 4],
+    }
 }
 
 impl PortMod {
@@ -274,40 +245,6 @@ impl PortMod {
             mask: config::PORT_DOWN,
             advertise: 0,
         }
-    }
-}
-
-impl Wire for PortMod {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, port_no) = wire::u32_(input, "port_mod.port_no")?;
-        let (i, ()) = wire::skip(i, 4, "port_mod.pad")?;
-        let (i, hw) = wire::array::<6>(i, "port_mod.hw_addr")?;
-        let (i, ()) = wire::skip(i, 2, "port_mod.pad2")?;
-        let (i, config) = wire::u32_(i, "port_mod.config")?;
-        let (i, mask) = wire::u32_(i, "port_mod.mask")?;
-        let (i, advertise) = wire::u32_(i, "port_mod.advertise")?;
-        let (i, ()) = wire::skip(i, 4, "port_mod.pad3")?;
-        Ok((
-            i,
-            PortMod {
-                port_no,
-                hw_addr: MacAddr(hw),
-                config,
-                mask,
-                advertise,
-            },
-        ))
-    }
-
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u32(self.port_no);
-        wire::put_zeros(out, 4);
-        out.put_slice(&self.hw_addr.0);
-        wire::put_zeros(out, 2);
-        out.put_u32(self.config);
-        out.put_u32(self.mask);
-        out.put_u32(self.advertise);
-        wire::put_zeros(out, 4);
     }
 }
 
@@ -327,71 +264,25 @@ impl fmt::Display for PortMod {
 
 // ---- PORT_STATUS --------------------------------------------------------------------------
 
-/// `ofp_port_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum PortReason {
-    #[default]
-    Add,
-    Delete,
-    Modify,
-    Other(u8),
-}
-
-impl PortReason {
-    pub fn from_u8(v: u8) -> Self {
-        match v {
-            0 => Self::Add,
-            1 => Self::Delete,
-            2 => Self::Modify,
-            x => Self::Other(x),
-        }
-    }
-    pub fn to_u8(self) -> u8 {
-        match self {
-            Self::Add => 0,
-            Self::Delete => 1,
-            Self::Modify => 2,
-            Self::Other(x) => x,
-        }
+wire_enum! {
+    /// `ofp_port_reason`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+    pub enum PortReason: u8 {
+        #[default]
+        Add = 0 => "ADD",
+        Delete = 1 => "DEL",
+        Modify = 2 => "MOD",
+        _ => Other => "reason",
     }
 }
 
-impl fmt::Display for PortReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Add => f.write_str("ADD"),
-            Self::Delete => f.write_str("DEL"),
-            Self::Modify => f.write_str("MOD"),
-            Self::Other(x) => write!(f, "reason{x}"),
-        }
-    }
-}
-
-/// OFPT_PORT_STATUS body: reason, 7 pad bytes, `ofp_port` (72 bytes).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct PortStatus {
-    pub reason: PortReason,
-    pub port: Port,
-}
-
-impl Wire for PortStatus {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, reason) = wire::u8_(input, "port_status.reason")?;
-        let (i, ()) = wire::skip(i, 7, "port_status.pad")?;
-        let (i, port) = Port::decode(i)?;
-        Ok((
-            i,
-            PortStatus {
-                reason: PortReason::from_u8(reason),
-                port,
-            },
-        ))
-    }
-
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u8(self.reason.to_u8());
-        wire::put_zeros(out, 7);
-        self.port.encode(out);
+ofp_struct! {
+    /// OFPT_PORT_STATUS body: reason, 7 pad bytes, `ofp_port` (72 bytes).
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct PortStatus("port_status", 72 bytes) {
+        pub reason: PortReason,
+        pad: [u8; 7],
+        pub port: Port,
     }
 }
 
@@ -480,6 +371,7 @@ mod tests {
     use super::arb::*;
     use super::*;
     use crate::openflow::oxm::test_util::*;
+    use crate::wire::Wire;
     use proptest::prelude::*;
 
     /// OVS tests/ofp-print.at, "OFPT_PORT_STATUS - OF1.1" (ofp11_port == OF1.3 ofp_port),

@@ -5,7 +5,7 @@
 use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
-use crate::openflow::header::end;
+use crate::openflow::layout::{ofp_struct, wire_enum};
 use crate::wire::{self, PResult, Wire};
 
 // ---- FEATURES_REPLY ---------------------------------------------------------------------------
@@ -31,50 +31,20 @@ pub mod capabilities {
     ];
 }
 
-/// OFPT_FEATURES_REPLY body (`struct ofp_switch_features` after the header).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct FeaturesReply {
-    pub datapath_id: u64,
-    pub n_buffers: u32,
-    pub n_tables: u8,
-    /// 0 for the main connection, non-zero for auxiliary connections.
-    pub auxiliary_id: u8,
-    /// Bitmap of [`capabilities`].
-    pub capabilities: u32,
-    /// Reserved field, kept so the message re-encodes byte for byte.
-    pub reserved: u32,
-}
-
-impl Wire for FeaturesReply {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, datapath_id) = wire::u64_(input, "ofp_switch_features.datapath_id")?;
-        let (i, n_buffers) = wire::u32_(i, "ofp_switch_features.n_buffers")?;
-        let (i, n_tables) = wire::u8_(i, "ofp_switch_features.n_tables")?;
-        let (i, auxiliary_id) = wire::u8_(i, "ofp_switch_features.auxiliary_id")?;
-        let (i, ()) = wire::skip(i, 2, "ofp_switch_features.pad")?;
-        let (i, capabilities) = wire::u32_(i, "ofp_switch_features.capabilities")?;
-        let (i, reserved) = wire::u32_(i, "ofp_switch_features.reserved")?;
-        Ok((
-            i,
-            FeaturesReply {
-                datapath_id,
-                n_buffers,
-                n_tables,
-                auxiliary_id,
-                capabilities,
-                reserved,
-            },
-        ))
-    }
-
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u64(self.datapath_id);
-        out.put_u32(self.n_buffers);
-        out.put_u8(self.n_tables);
-        out.put_u8(self.auxiliary_id);
-        wire::put_zeros(out, 2);
-        out.put_u32(self.capabilities);
-        out.put_u32(self.reserved);
+ofp_struct! {
+    /// OFPT_FEATURES_REPLY body (`struct ofp_switch_features` after the header).
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct FeaturesReply("ofp_switch_features", 24 bytes) {
+        pub datapath_id: u64,
+        pub n_buffers: u32,
+        pub n_tables: u8,
+        /// 0 for the main connection, non-zero for auxiliary connections.
+        pub auxiliary_id: u8,
+        pad: [u8; 2],
+        /// Bitmap of [`capabilities`].
+        pub capabilities: u32,
+        /// Reserved field, kept so the message re-encodes byte for byte.
+        pub reserved: u32,
     }
 }
 
@@ -93,66 +63,34 @@ pub const OFPCML_NO_BUFFER: u16 = 0xffff;
 /// `OFPCML_MAX`.
 pub const OFPCML_MAX: u16 = 0xffe5;
 
-/// OFPT_GET_CONFIG_REPLY and OFPT_SET_CONFIG body (`struct ofp_switch_config`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct SwitchConfig {
-    /// [`config_flags`].
-    pub flags: u16,
-    /// Bytes of a table-miss packet sent to the controller. On Open vSwitch a management
-    /// connection gets no asynchronous messages until this is non-zero.
-    pub miss_send_len: u16,
-}
-
-impl Wire for SwitchConfig {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, flags) = wire::u16_(input, "ofp_switch_config.flags")?;
-        let (i, miss_send_len) = wire::u16_(i, "ofp_switch_config.miss_send_len")?;
-        Ok((
-            i,
-            SwitchConfig {
-                flags,
-                miss_send_len,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u16(self.flags);
-        out.put_u16(self.miss_send_len);
+ofp_struct! {
+    /// OFPT_GET_CONFIG_REPLY and OFPT_SET_CONFIG body (`struct ofp_switch_config`).
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct SwitchConfig("ofp_switch_config", 4 bytes) {
+        /// [`config_flags`].
+        pub flags: u16,
+        /// Bytes of a table-miss packet sent to the controller. On Open vSwitch a management
+        /// connection gets no asynchronous messages until this is non-zero.
+        pub miss_send_len: u16,
     }
 }
 
 // ---- ROLE ---------------------------------------------------------------------------------------
 
-/// `enum ofp_controller_role`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
-pub enum ControllerRole {
-    #[default]
-    NoChange,
-    Equal,
-    Master,
-    Slave,
-    Unknown(u32),
+wire_enum! {
+    /// `enum ofp_controller_role`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+    pub enum ControllerRole: u32 {
+        #[default]
+        NoChange = 0,
+        Equal = 1,
+        Master = 2,
+        Slave = 3,
+        _ => Unknown,
+    }
 }
 
 impl ControllerRole {
-    pub fn from_u32(v: u32) -> Self {
-        match v {
-            0 => Self::NoChange,
-            1 => Self::Equal,
-            2 => Self::Master,
-            3 => Self::Slave,
-            x => Self::Unknown(x),
-        }
-    }
-    pub fn to_u32(self) -> u32 {
-        match self {
-            Self::NoChange => 0,
-            Self::Equal => 1,
-            Self::Master => 2,
-            Self::Slave => 3,
-            Self::Unknown(x) => x,
-        }
-    }
     pub fn name(self) -> &'static str {
         match self {
             Self::NoChange => "nochange",
@@ -164,95 +102,42 @@ impl ControllerRole {
     }
 }
 
-/// OFPT_ROLE_REQUEST and OFPT_ROLE_REPLY body (`struct ofp_role_request`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct Role {
-    pub role: ControllerRole,
-    /// Master election generation id (fencing); ignored by the switch for NoChange/Equal.
-    pub generation_id: u64,
-}
-
-impl Wire for Role {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, role) = wire::u32_(input, "ofp_role_request.role")?;
-        let (i, ()) = wire::skip(i, 4, "ofp_role_request.pad")?;
-        let (i, generation_id) = wire::u64_(i, "ofp_role_request.generation_id")?;
-        Ok((
-            i,
-            Role {
-                role: ControllerRole::from_u32(role),
-                generation_id,
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u32(self.role.to_u32());
-        wire::put_zeros(out, 4);
-        out.put_u64(self.generation_id);
+ofp_struct! {
+    /// OFPT_ROLE_REQUEST and OFPT_ROLE_REPLY body (`struct ofp_role_request`).
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct Role("ofp_role_request", 16 bytes) {
+        pub role: ControllerRole,
+        pad: [u8; 4],
+        /// Master election generation id (fencing); ignored by the switch for NoChange/Equal.
+        pub generation_id: u64,
     }
 }
 
 // ---- ASYNC --------------------------------------------------------------------------------------
 
-/// OFPT_GET_ASYNC_REPLY and OFPT_SET_ASYNC body (`struct ofp_async_config`). Index 0 of each
-/// mask applies when the connection is master or equal, index 1 when it is slave.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct AsyncConfig {
-    /// Bits of `ofp_packet_in_reason` (NO_MATCH=0, ACTION=1, INVALID_TTL=2).
-    pub packet_in_mask: [u32; 2],
-    /// Bits of `ofp_port_reason` (ADD=0, DELETE=1, MODIFY=2).
-    pub port_status_mask: [u32; 2],
-    /// Bits of `ofp_flow_removed_reason` (IDLE=0, HARD=1, DELETE=2, GROUP_DELETE=3).
-    pub flow_removed_mask: [u32; 2],
-}
-
-impl Wire for AsyncConfig {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, a) = wire::u32_(input, "ofp_async_config.packet_in_mask")?;
-        let (i, b) = wire::u32_(i, "ofp_async_config.packet_in_mask")?;
-        let (i, c) = wire::u32_(i, "ofp_async_config.port_status_mask")?;
-        let (i, d) = wire::u32_(i, "ofp_async_config.port_status_mask")?;
-        let (i, e) = wire::u32_(i, "ofp_async_config.flow_removed_mask")?;
-        let (i, f) = wire::u32_(i, "ofp_async_config.flow_removed_mask")?;
-        Ok((
-            i,
-            AsyncConfig {
-                packet_in_mask: [a, b],
-                port_status_mask: [c, d],
-                flow_removed_mask: [e, f],
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        for m in [
-            self.packet_in_mask,
-            self.port_status_mask,
-            self.flow_removed_mask,
-        ] {
-            out.put_u32(m[0]);
-            out.put_u32(m[1]);
-        }
+ofp_struct! {
+    /// OFPT_GET_ASYNC_REPLY and OFPT_SET_ASYNC body (`struct ofp_async_config`). Index 0 of each
+    /// mask applies when the connection is master or equal, index 1 when it is slave.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct AsyncConfig("ofp_async_config", 24 bytes) {
+        /// Bits of `ofp_packet_in_reason` (NO_MATCH=0, ACTION=1, INVALID_TTL=2).
+        pub packet_in_mask: [u32; 2],
+        /// Bits of `ofp_port_reason` (ADD=0, DELETE=1, MODIFY=2).
+        pub port_status_mask: [u32; 2],
+        /// Bits of `ofp_flow_removed_reason` (IDLE=0, HARD=1, DELETE=2, GROUP_DELETE=3).
+        pub flow_removed_mask: [u32; 2],
     }
 }
 
 // ---- QUEUE_GET_CONFIG ---------------------------------------------------------------------------
 
-/// OFPT_QUEUE_GET_CONFIG_REQUEST body.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct QueueGetConfigRequest {
-    /// Port to query (`OFPP_ANY` for all).
-    pub port: u32,
-}
-
-impl Wire for QueueGetConfigRequest {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, port) = wire::u32_(input, "ofp_queue_get_config_request.port")?;
-        let (i, ()) = wire::skip(i, 4, "ofp_queue_get_config_request.pad")?;
-        Ok((i, QueueGetConfigRequest { port }))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u32(self.port);
-        wire::put_zeros(out, 4);
+ofp_struct! {
+    /// OFPT_QUEUE_GET_CONFIG_REQUEST body.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct QueueGetConfigRequest("ofp_queue_get_config_request", 8 bytes) {
+        /// Port to query (`OFPP_ANY` for all).
+        pub port: u32,
+        pad: [u8; 4],
     }
 }
 
@@ -379,26 +264,13 @@ impl Wire for PacketQueue {
     }
 }
 
-/// OFPT_QUEUE_GET_CONFIG_REPLY body.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct QueueGetConfigReply {
-    pub port: u32,
-    pub queues: Vec<PacketQueue>,
-}
-
-impl Wire for QueueGetConfigReply {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, port) = wire::u32_(input, "ofp_queue_get_config_reply.port")?;
-        let (i, ()) = wire::skip(i, 4, "ofp_queue_get_config_reply.pad")?;
-        let (_, queues) = wire::many_exact::<PacketQueue>(i)?;
-        Ok((end(i), QueueGetConfigReply { port, queues }))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u32(self.port);
-        wire::put_zeros(out, 4);
-        for q in &self.queues {
-            q.encode(out);
-        }
+ofp_struct! {
+    /// OFPT_QUEUE_GET_CONFIG_REPLY body.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct QueueGetConfigReply("ofp_queue_get_config_reply") {
+        pub port: u32,
+        pad: [u8; 4],
+        pub queues: Vec<PacketQueue>,
     }
 }
 

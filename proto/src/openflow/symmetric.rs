@@ -5,6 +5,8 @@ use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
 use crate::openflow::header::end;
+use crate::openflow::layout::ofp_struct;
+use crate::openflow::tlv::{self, tlv_names, Tlv};
 use crate::wire::{self, PResult, Wire};
 
 // ---- HELLO ---------------------------------------------------------------------------------
@@ -57,22 +59,15 @@ pub enum HelloElement {
 
 impl Wire for HelloElement {
     fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, t) = wire::u16_(input, "hello element type")?;
-        let (i, len) = wire::u16_(i, "hello element length")?;
-        let len = usize::from(len);
-        if len < 4 {
-            return wire::bad_length(input, "hello element", len, "shorter than its header");
-        }
-        let (i, body) = wire::take(i, len - 4, "hello element")?;
-        let (i, ()) = wire::skip(i, wire::pad8(len), "hello element padding")?;
-        let elem = if t == OFPHET_VERSIONBITMAP && body.len() % 4 == 0 {
+        let (i, Tlv { ty, body, .. }) = tlv::read_padded(input, &tlv_names!("hello element"))?;
+        let elem = if ty == OFPHET_VERSIONBITMAP && body.len() % 4 == 0 {
             let (_, bitmaps) = wire::many_exact::<U32>(body)?;
             HelloElement::VersionBitmap(VersionBitmap {
                 bitmaps: bitmaps.into_iter().map(|w| w.0).collect(),
             })
         } else {
             HelloElement::Unknown {
-                elem_type: t,
+                elem_type: ty,
                 data: body.to_vec(),
             }
         };
@@ -80,24 +75,16 @@ impl Wire for HelloElement {
     }
 
     fn encode(&self, out: &mut BytesMut) {
-        let start = out.len();
         match self {
-            HelloElement::VersionBitmap(b) => {
-                out.put_u16(OFPHET_VERSIONBITMAP);
-                out.put_u16(0);
+            HelloElement::VersionBitmap(b) => tlv::write_padded(out, OFPHET_VERSIONBITMAP, |out| {
                 for w in &b.bitmaps {
                     out.put_u32(*w);
                 }
-            }
+            }),
             HelloElement::Unknown { elem_type, data } => {
-                out.put_u16(*elem_type);
-                out.put_u16(0);
-                out.put_slice(data);
+                tlv::write_padded(out, *elem_type, |out| out.put_slice(data))
             }
         }
-        let len = out.len() - start;
-        wire::patch_u16(out, start + 2, wire::len_u16(len));
-        wire::put_zeros(out, wire::pad8(len));
     }
 }
 
@@ -613,32 +600,14 @@ impl Wire for Echo {
     }
 }
 
-/// An OFPT_EXPERIMENTER body this crate does not interpret: experimenter id, experimenter type
-/// and the remaining bytes, kept exactly.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct Experimenter {
-    pub experimenter: u32,
-    pub exp_type: u32,
-    pub data: Vec<u8>,
-}
-
-impl Wire for Experimenter {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, experimenter) = wire::u32_(input, "ofp_experimenter_header.experimenter")?;
-        let (i, exp_type) = wire::u32_(i, "ofp_experimenter_header.exp_type")?;
-        Ok((
-            end(i),
-            Experimenter {
-                experimenter,
-                exp_type,
-                data: i.to_vec(),
-            },
-        ))
-    }
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u32(self.experimenter);
-        out.put_u32(self.exp_type);
-        out.put_slice(&self.data);
+ofp_struct! {
+    /// An OFPT_EXPERIMENTER body this crate does not interpret: experimenter id, experimenter type
+    /// and the remaining bytes, kept exactly.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct Experimenter("ofp_experimenter_header") {
+        pub experimenter: u32,
+        pub exp_type: u32,
+        pub data: Vec<u8>,
     }
 }
 

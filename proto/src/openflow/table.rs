@@ -2,42 +2,29 @@
 
 use std::fmt;
 
-use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
-use crate::wire::{self, PResult, Wire};
+use super::layout::ofp_struct;
 
 /// Last usable table number.
 pub const OFPTT_MAX: u8 = 0xfe;
 /// Wildcard table (all tables).
 pub const OFPTT_ALL: u8 = 0xff;
 
-/// OFPT_TABLE_MOD body: table_id, 3 pad bytes, config (8 bytes).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct TableMod {
-    pub table_id: u8,
-    /// `ofp_table_config` bits (deprecated in 1.3; kept verbatim).
-    pub config: u32,
+ofp_struct! {
+    /// OFPT_TABLE_MOD body: table_id, 3 pad bytes, config (8 bytes).
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+    pub struct TableMod("table_mod" separator " ", 8 bytes) {
+        pub table_id: u8,
+        pad: [u8; 3],
+        /// `ofp_table_config` bits (deprecated in 1.3; kept verbatim).
+        pub config: u32,
+    }
 }
 
 impl TableMod {
     pub fn new(table_id: u8, config: u32) -> Self {
         TableMod { table_id, config }
-    }
-}
-
-impl Wire for TableMod {
-    fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, table_id) = wire::u8_(input, "table_mod table_id")?;
-        let (i, ()) = wire::skip(i, 3, "table_mod pad")?;
-        let (i, config) = wire::u32_(i, "table_mod config")?;
-        Ok((i, TableMod { table_id, config }))
-    }
-
-    fn encode(&self, out: &mut BytesMut) {
-        out.put_u8(self.table_id);
-        wire::put_zeros(out, 3);
-        out.put_u32(self.config);
     }
 }
 
@@ -67,6 +54,7 @@ mod tests {
     use super::arb::*;
     use super::*;
     use crate::openflow::oxm::test_util::*;
+    use crate::wire::Wire;
     use proptest::prelude::*;
 
     /// OVS tests/ofp-print.at "OFPT_TABLE_MOD - OF1.3", body after the header.

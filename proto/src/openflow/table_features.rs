@@ -3,6 +3,7 @@
 use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
+use crate::openflow::tlv::{self, tlv_names, Tlv};
 use crate::wire::{self, PResult, Wire};
 
 /// Length of the fixed part of `struct ofp_table_features`.
@@ -172,47 +173,24 @@ impl TableFeatureProp {
 
 impl Wire for TableFeatureProp {
     fn decode(input: &[u8]) -> PResult<'_, Self> {
-        let (i, t) = wire::u16_(input, "table feature property type")?;
-        let (i, len) = wire::u16_(i, "table feature property length")?;
-        let len = usize::from(len);
-        if len < 4 {
-            return wire::bad_length(
-                input,
-                "table feature property",
-                len,
-                "shorter than its header",
-            );
-        }
-        let (i, body) = wire::take(i, len - 4, "table feature property")?;
-        let (rest, ()) = wire::skip(i, wire::pad8(len), "table feature property padding")?;
+        let names = tlv_names!("table feature property");
+        let (rest, Tlv { ty: t, body, .. }) = tlv::read_padded(input, &names)?;
         let miss = t & 1 == 1;
+        // The id lists fill the property.
+        let ids = || wire::many_exact::<TlvId>(body).map(|(_, v)| v);
+        let oxms = || wire::many_exact::<OxmId>(body).map(|(_, v)| v);
         let prop = match t {
-            0 | 1 => Self::Instructions {
-                miss,
-                ids: wire::many_exact(body)?.1,
-            },
+            0 | 1 => Self::Instructions { miss, ids: ids()? },
             2 | 3 => Self::NextTables {
                 miss,
                 tables: body.to_vec(),
             },
-            4 | 5 => Self::WriteActions {
-                miss,
-                ids: wire::many_exact(body)?.1,
-            },
-            6 | 7 => Self::ApplyActions {
-                miss,
-                ids: wire::many_exact(body)?.1,
-            },
-            8 => Self::Match(wire::many_exact(body)?.1),
-            10 => Self::Wildcards(wire::many_exact(body)?.1),
-            12 | 13 => Self::WriteSetfield {
-                miss,
-                ids: wire::many_exact(body)?.1,
-            },
-            14 | 15 => Self::ApplySetfield {
-                miss,
-                ids: wire::many_exact(body)?.1,
-            },
+            4 | 5 => Self::WriteActions { miss, ids: ids()? },
+            6 | 7 => Self::ApplyActions { miss, ids: ids()? },
+            8 => Self::Match(oxms()?),
+            10 => Self::Wildcards(oxms()?),
+            12 | 13 => Self::WriteSetfield { miss, ids: oxms()? },
+            14 | 15 => Self::ApplySetfield { miss, ids: oxms()? },
             0xfffe | 0xffff => {
                 let (b, experimenter) = wire::u32_(body, "table feature experimenter")?;
                 let (b, exp_type) = wire::u32_(b, "table feature exp_type")?;
@@ -232,10 +210,7 @@ impl Wire for TableFeatureProp {
     }
 
     fn encode(&self, out: &mut BytesMut) {
-        let start = out.len();
-        out.put_u16(self.prop_type());
-        out.put_u16(0);
-        match self {
+        tlv::write_padded(out, self.prop_type(), |out| match self {
             Self::Instructions { ids, .. }
             | Self::WriteActions { ids, .. }
             | Self::ApplyActions { ids, .. } => ids.iter().for_each(|x| x.encode(out)),
@@ -255,10 +230,7 @@ impl Wire for TableFeatureProp {
                 out.put_slice(data);
             }
             Self::Unknown { data, .. } => out.put_slice(data),
-        }
-        let len = out.len() - start;
-        wire::patch_u16(out, start + 2, wire::len_u16(len));
-        wire::put_zeros(out, wire::pad8(len));
+        });
     }
 }
 
@@ -398,31 +370,18 @@ pub mod arb {
         (
             any::<u8>(),
             any_name(OFP_MAX_TABLE_NAME_LEN - 1),
-            any::<u64>(),
-            any::<u64>(),
-            any::<u32>(),
-            any::<u32>(),
+            any::<(u64, u64, u32, u32)>(),
             vec(any_table_feature_prop(), 0..4),
         )
             .prop_map(
-                |(
+                |(table_id, name, (mm, mw, config, max_entries), properties)| TableFeatures {
                     table_id,
                     name,
-                    metadata_match,
-                    metadata_write,
+                    metadata_match: mm,
+                    metadata_write: mw,
                     config,
                     max_entries,
                     properties,
-                )| {
-                    TableFeatures {
-                        table_id,
-                        name,
-                        metadata_match,
-                        metadata_write,
-                        config,
-                        max_entries,
-                        properties,
-                    }
                 },
             )
     }
