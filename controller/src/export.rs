@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::addressing::{AddressError, Addressing};
-use crate::topology::{Fabric, FabricKind, PortRole};
+use crate::topology::{Fabric, FabricKind};
 use crate::traffic::{Pattern, TrafficError};
 
 /// The whole fabric: switches, switch-to-switch links (each once) and hosts.
@@ -49,17 +49,6 @@ pub struct HostExport {
     pub group: u16,
 }
 
-fn role_name(role: PortRole) -> &'static str {
-    match role {
-        PortRole::Host => "host",
-        PortRole::Local => "local",
-        PortRole::Global => "global",
-        PortRole::Up => "up",
-        PortRole::Down => "down",
-        PortRole::Fabric => "fabric",
-    }
-}
-
 /// Exports `fabric` with host IPv4 addresses from `addressing`.
 pub fn export(fabric: &Fabric, addressing: &Addressing) -> Result<TopologyExport, AddressError> {
     let switch_name = |id: usize| {
@@ -87,7 +76,7 @@ pub fn export(fabric: &Fabric, addressing: &Addressing) -> Result<TopologyExport
             let class = fabric
                 .switch(a.switch)
                 .and_then(|s| s.port(a.port))
-                .map_or("fabric", |p| role_name(p.role));
+                .map_or("fabric", |p| p.role.name());
             LinkExport {
                 a: switch_name(a.switch),
                 a_port: a.port,

@@ -81,17 +81,6 @@ impl LinkRates {
     }
 }
 
-fn class_name(role: PortRole) -> &'static str {
-    match role {
-        PortRole::Host => "host",
-        PortRole::Local => "local",
-        PortRole::Global => "global",
-        PortRole::Up => "up",
-        PortRole::Down => "down",
-        PortRole::Fabric => "fabric",
-    }
-}
-
 /// Which paths the flow may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -316,7 +305,7 @@ impl Network {
                 Ok(mbps)
             } else {
                 Err(BoundError::BadRate {
-                    class: class_name(role),
+                    class: role.name(),
                     mbps,
                 })
             }

@@ -46,6 +46,19 @@ pub enum PortRole {
 }
 
 impl PortRole {
+    /// The role's name in exports, rates and metrics (`host`, `local`, `global`, `up`, `down`,
+    /// `fabric`): the one vocabulary the harness and the telemetry share.
+    pub fn name(self) -> &'static str {
+        match self {
+            PortRole::Host => "host",
+            PortRole::Local => "local",
+            PortRole::Global => "global",
+            PortRole::Up => "up",
+            PortRole::Down => "down",
+            PortRole::Fabric => "fabric",
+        }
+    }
+
     /// Whether the port leads to another switch.
     pub fn is_fabric(self) -> bool {
         self != PortRole::Host
