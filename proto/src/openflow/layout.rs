@@ -178,7 +178,9 @@ macro_rules! wire_enum {
     (@conv u32 $($rest:tt)*) => {
         $crate::openflow::layout::wire_enum!(@impl u32 from_u32 to_u32 $($rest)*);
     };
-    (@impl $int:ident $from:ident $to:ident $name:ident $other:ident $($var:ident = $val:literal)*) => {
+    (@impl $int:ident $from:ident $to:ident $name:ident $other:ident
+        $($var:ident = $val:literal)*
+    ) => {
         impl $name {
             pub fn $from(v: $int) -> Self {
                 match v {
@@ -409,7 +411,11 @@ macro_rules! ofp_struct {
     (@read [$input:ident $i:ident $rest:ident $spec:literal $sep:literal]
         (field $field:ident $ty:ty [$($wire:literal)?])
     ) => {
-        let what = concat!($spec, $sep, $crate::openflow::layout::ofp_struct!(@name $field $($wire)?));
+        let what = concat!(
+            $spec,
+            $sep,
+            $crate::openflow::layout::ofp_struct!(@name $field $($wire)?)
+        );
         let ($i, $field) = <$ty as $crate::openflow::layout::Field>::read($i, what)?;
     };
     (@write [$out:ident $len_at:ident] (pad $pad:ident $n:literal)) => {
