@@ -5,6 +5,8 @@
 //!
 //! A field's type reads and writes itself: fixed-size types through [`FixedField`], the others
 //! (a match, or a list or bytes that run to the end of the structure) through [`Field`].
+//! [`wire_enum!`] does the same for the code enums such structures carry: each value is stated
+//! once, with its name where it prints.
 
 use bytes::{BufMut, BytesMut};
 
@@ -176,7 +178,9 @@ macro_rules! wire_enum {
     (@conv u32 $($rest:tt)*) => {
         $crate::openflow::layout::wire_enum!(@impl u32 from_u32 to_u32 $($rest)*);
     };
-    (@impl $int:ident $from:ident $to:ident $name:ident $other:ident $($var:ident = $val:literal)*) => {
+    (@impl $int:ident $from:ident $to:ident $name:ident $other:ident
+        $($var:ident = $val:literal)*
+    ) => {
         impl $name {
             pub fn $from(v: $int) -> Self {
                 match v {
@@ -407,7 +411,11 @@ macro_rules! ofp_struct {
     (@read [$input:ident $i:ident $rest:ident $spec:literal $sep:literal]
         (field $field:ident $ty:ty [$($wire:literal)?])
     ) => {
-        let what = concat!($spec, $sep, $crate::openflow::layout::ofp_struct!(@name $field $($wire)?));
+        let what = concat!(
+            $spec,
+            $sep,
+            $crate::openflow::layout::ofp_struct!(@name $field $($wire)?)
+        );
         let ($i, $field) = <$ty as $crate::openflow::layout::Field>::read($i, what)?;
     };
     (@write [$out:ident $len_at:ident] (pad $pad:ident $n:literal)) => {
@@ -453,3 +461,85 @@ macro_rules! ofp_struct {
     };
 }
 pub(crate) use ofp_struct;
+
+#[cfg(test)]
+mod tests {
+    use crate::error::ErrorKind;
+    use crate::wire::Wire;
+
+    ofp_struct! {
+        /// Every kind of entry, at constant size.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+        pub struct Demo("ofp_demo", 8 bytes) {
+            pub a: u8,
+            pad: [u8; 1],
+            pub b: u16 as "bee",
+            pub c: u32,
+        }
+    }
+
+    ofp_struct! {
+        /// A structure with its own length, after a field.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct Framed("ofp_framed") {
+            pub id: u32,
+            len: Length >= 8,
+            pad: [u8; 2],
+            pub demos: Vec<Demo>,
+        }
+    }
+
+    ofp_struct! {
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct Old("old" separator " ") {
+            pub a: u16,
+        }
+    }
+
+    fn truncated_at(b: &[u8]) -> &'static str {
+        match Demo::from_bytes(b).map_err(|e| e.kind) {
+            Err(ErrorKind::Truncated { what, .. }) => what,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn fields_pads_and_names() {
+        let d = Demo {
+            a: 1,
+            b: 0x0203,
+            c: 0x0405_0607,
+        };
+        assert_eq!(&d.to_bytes()[..], &[1, 0, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(Demo::from_bytes(&[1, 9, 2, 3, 4, 5, 6, 7]).unwrap(), d);
+        assert_eq!(truncated_at(&[1]), "ofp_demo.pad");
+        assert_eq!(truncated_at(&[1, 0, 2]), "ofp_demo.bee");
+        assert_eq!(truncated_at(&[1, 0, 2, 3]), "ofp_demo.c");
+        let e = Old::from_bytes(&[1]).unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::Truncated { what: "old a", .. }));
+    }
+
+    #[test]
+    fn a_length_is_written_and_bounds_the_structure() {
+        let f = Framed {
+            id: 7,
+            demos: vec![Demo::default(); 2],
+        };
+        let b = f.to_bytes();
+        assert_eq!(&b[..8], &[0, 0, 0, 7, 0, 24, 0, 0]);
+        let mut two = b.to_vec();
+        two.extend_from_slice(&b);
+        let (rest, d) = Framed::decode(&two).unwrap();
+        assert_eq!((rest.len(), d), (24, f));
+        let e = Framed::from_bytes(&[0, 0, 0, 7, 0, 6, 0, 0]).unwrap_err();
+        assert_eq!(e.offset, 0);
+        assert!(matches!(
+            e.kind,
+            ErrorKind::BadLength {
+                what: "ofp_framed",
+                length: 6,
+                ..
+            }
+        ));
+    }
+}
