@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mininet"))
 
 import fftoml  # noqa: E402
 import fftopo  # noqa: E402
+import matrix  # noqa: E402
 import modes  # noqa: E402
 import run  # noqa: E402
 import traffic  # noqa: E402
@@ -276,3 +277,44 @@ class Summaries(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
+
+
+class Matrix(unittest.TestCase):
+    def test_adv_h_follows_each_dragonfly_and_rates_parse(self):
+        self.assertEqual(matrix.traffic_for("dragonfly:p=2,a=4,h=2", "adv+h"), "adv+2")
+        self.assertEqual(matrix.traffic_for("dragonfly:p=1,a=2,h=3", "adv+h"), "adv+3")
+        self.assertEqual(matrix.traffic_for("fattree:k=4,n=2", "uniform"), "uniform")
+        with self.assertRaisesRegex(ValueError, "needs a Dragonfly"):
+            matrix.traffic_for("fattree:k=4,n=2", "adv+h")
+        self.assertEqual(matrix.parse_rates("10/2.5"), (10.0, 2.5))
+        for bad in ("10", "10/x", "0/1", "5/-1"):
+            with self.assertRaises(ValueError):
+                matrix.parse_rates(bad)
+
+    def test_table_rates_each_mode_against_minimal_and_the_better_baseline(self):
+        cells = [
+            {"fabric": "dragonfly:p=1,a=2,h=3", "traffic": "adv+1", "rates": "10/2.5",
+             "summary": {"optimum_mbps": 61.25, "modes": {
+                 "minimal": {"aggregate_mbps": 17.5, "fraction_of_optimum": 0.286},
+                 "valiant": {"aggregate_mbps": 35.0, "fraction_of_optimum": 0.571},
+                 "qcnsw-combined": {"aggregate_mbps": 42.0, "fraction_of_optimum": 0.686}}}},
+            {"fabric": "fattree:k=4,n=2", "traffic": "adv+h", "rates": "5/5",
+             "error": "ValueError: adv+h needs a Dragonfly, not fattree:k=4,n=2"},
+        ]
+        rows = matrix.cell_rows(cells[0])
+        q = next(r for r in rows if r[0] == "qcnsw-combined")
+        self.assertAlmostEqual(q[3], 42.0 / 17.5)
+        self.assertAlmostEqual(q[4], 42.0 / 35.0)
+        text = matrix.table(cells)
+        self.assertIn("| dragonfly:p=1,a=2,h=3 | adv+1 | 10/2.5 | 61.25 | qcnsw-combined | 42.00 "
+                      "| 0.686 | 2.400 | 1.200 |  |", text)
+        self.assertIn("| fattree:k=4,n=2 | adv+h | 5/5 | - | - | - | - | - | - | ValueError: adv+h "
+                      "needs a Dragonfly", text)
+
+    def test_dry_run_lists_every_cell(self):
+        with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()) as o:
+            cells = matrix.main(["--out", d, "--dry-run"])
+        self.assertEqual(cells, [])
+        n = len(matrix.DEFAULT_FABRICS) * len(matrix.DEFAULT_TRAFFIC) * len(matrix.DEFAULT_RATES)
+        self.assertIn(f"cell {n}/{n}:", o.getvalue())
+
