@@ -90,13 +90,8 @@ fn leadership(c: &Controller) -> Leadership {
 
 /// (target, role) of every controller record of `bridge` as OVS reports it.
 fn ovs_roles(bridge: &str) -> Vec<(String, String)> {
-    let uuids = sh("ovs-vsctl", &["get", "bridge", bridge, "controller"]);
-    uuids
-        .trim()
-        .trim_matches(['[', ']'])
-        .split(',')
-        .map(str::trim)
-        .filter(|u| !u.is_empty())
+    fabricflow_testkit::ovs::controller_records(bridge)
+        .iter()
         .map(|u| {
             let t = sh("ovs-vsctl", &["get", "controller", u, "target"])
                 .trim()

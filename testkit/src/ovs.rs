@@ -196,13 +196,8 @@ impl Bridge {
 
     /// Whether OVS reports the bridge connected to (one of) its controllers.
     pub fn is_connected(&self) -> bool {
-        let uuids = sh("ovs-vsctl", &["get", "bridge", &self.name, "controller"]);
-        uuids
-            .trim()
-            .trim_matches(['[', ']'])
-            .split(',')
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
+        controller_records(&self.name)
+            .iter()
             .any(|u| sh("ovs-vsctl", &["get", "controller", u, "is_connected"]).trim() == "true")
     }
 
@@ -211,14 +206,22 @@ impl Bridge {
         let mut args = vec!["set-controller", self.name.as_str()];
         args.extend(targets.iter().map(String::as_str));
         sh("ovs-vsctl", &args);
-        let uuids = sh("ovs-vsctl", &["get", "bridge", &self.name, "controller"]);
-        for u in uuids.trim().trim_matches(['[', ']']).split(',') {
-            let u = u.trim();
-            if !u.is_empty() {
-                sh("ovs-vsctl", &["set", "controller", u, "max_backoff=1000"]);
-            }
+        for u in controller_records(&self.name) {
+            sh("ovs-vsctl", &["set", "controller", &u, "max_backoff=1000"]);
         }
     }
+}
+
+/// The uuids of `bridge`'s controller records (`ovs-vsctl get bridge B controller`: `[a, b]`).
+pub fn controller_records(bridge: &str) -> Vec<String> {
+    sh("ovs-vsctl", &["get", "bridge", bridge, "controller"])
+        .trim()
+        .trim_matches(['[', ']'])
+        .split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 impl Drop for Bridge {
