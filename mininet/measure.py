@@ -1,7 +1,10 @@
-"""Measurements: all-pairs ping, iperf3 JSON parsing, fairness, per-switch accepted throughput."""
+"""Measurements: all-pairs ping, iperf3 JSON parsing, fairness, per-switch accepted throughput,
+CPU of the processes that forward and measure."""
 
 import json
+import os
 import statistics
+import subprocess
 import time
 
 
@@ -180,8 +183,6 @@ class CpuMeter:
     probe costs the machine, side by side with the throughput it let through."""
 
     def __init__(self, fn):
-        import os
-        import subprocess
         self._tick = os.sysconf("SC_CLK_TCK")
         self.pids = {}
         out = subprocess.run(["pidof", "ovs-vswitchd"], capture_output=True, text=True).stdout

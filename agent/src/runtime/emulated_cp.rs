@@ -126,7 +126,7 @@ pub struct CpStatus {
     pub cnms_dropped_busy: u64,
 }
 
-/// A running CP thread.
+/// A switch's registration with the sampling thread.
 #[derive(Debug)]
 pub struct CpHandle {
     stop: Arc<AtomicBool>,
@@ -134,7 +134,8 @@ pub struct CpHandle {
 }
 
 impl CpHandle {
-    /// Asks the thread to end (it notices within one poll period).
+    /// Asks the sampling thread to forget this switch (it does within 100 ms) and close its
+    /// sockets.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
     }
