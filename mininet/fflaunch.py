@@ -61,23 +61,8 @@ from fftopo import AGENT_BIN, CONTROLLER_BIN, INTF_RE, SWITCH_RE, Fabric, Fabric
 OFCTL = ["ovs-ofctl", "-O", "OpenFlow13"]
 STATE_DIR = Path(os.environ.get("FF_STATE_DIR", "/tmp/fabricflow-mininet"))
 
-# The agent's config template and how its CP constants scale with the emulated links.
+# The agent's config template: runtime settings only; every constant is the agent's default.
 AGENT_TEMPLATE = Path(__file__).resolve().parent / "agent-emulated.toml"
-FRAME_BYTES = 1514        # a full TCP frame on the wire (what fills the pfifo)
-QEQ_FRACTION = 1 / 3      # Qeq = a third of the bounded queue, in octets
-SAMPLING_PKTS = 10        # sampling base = 10 full frames
-
-
-def min_sources(fabric):
-    """cp.min_sources for this fabric: one more than the hosts of the fullest switch. Uniform
-    traffic rarely puts more than one switch's worth of hosts on a link, an adversarial
-    pattern puts a whole group there (Dragonfly ADV+1: a*p hosts on one global link); on a loaded
-    fabric diverting the few sources of a link mostly loads other full links (mininet/README.md
-    "The source census", which also shows the price on an idle fabric)."""
-    per_switch = {}
-    for h in fabric.hosts:
-        per_switch[h["switch"]] = per_switch.get(h["switch"], 0) + 1
-    return max(per_switch.values(), default=0) + 1
 
 
 class NotAvailable(RuntimeError):
@@ -512,24 +497,23 @@ class FabricNet:
             return "(no log)"
 
     def agent_config_doc(self, bridges):
-        """agent.toml as a dict: mininet/agent-emulated.toml with this run's variant, CP
-        constants, HTTP port (see the template's header), then the layers of the docstring,
-        and one [[switch]] per bridge in `bridges`."""
+        """agent.toml as a dict: mininet/agent-emulated.toml with this run's variant and HTTP
+        port, then the layers of the module docstring, and one [[switch]] per bridge in
+        `bridges` with its ports' rates and queues as this run shaped them (the agent scales
+        its constants by them; OVS reports a veth's 10 Gb/s, not the shaping)."""
         with open(AGENT_TEMPLATE, "rb") as f:
             doc = tomllib.load(f)
-        q = self.rates.queue_pkts or 100
         derived = {
             "policy.variant": self.agent_variant,
-            "cp.qeq_bytes": int(QEQ_FRACTION * q * FRAME_BYTES),
-            "cp.sampling_base_bytes": int(SAMPLING_PKTS * FRAME_BYTES),
-            "cp.min_sources": min_sources(self.fabric),
             "runtime.http_listen": f"127.0.0.1:{self.agent_http_port}",
         }
         doc = fftoml.with_sets(doc, {
             **derived, **self.agent_settings,
             **fftoml.parse_sets(os.environ.get("FF_AGENT_SET", "")),
             **self.agent_overrides})
-        doc["switch"] = [{"name": b, "target": f"unix:/var/run/openvswitch/{b}.mgmt"}
+        links = fftopo.port_links(self.fabric, self.rates)
+        doc["switch"] = [{"name": b, "target": f"unix:/var/run/openvswitch/{b}.mgmt",
+                          **({"ports": links[b]} if links.get(b) else {})}
                          for b in bridges]
         return doc
 

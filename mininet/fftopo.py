@@ -183,6 +183,29 @@ def link_bws(link, rates):
     raise ValueError(f"unknown link class {cls!r}")
 
 
+FRAME_BYTES = 1514          # a full TCP frame on the wire: what fills a pfifo
+DEFAULT_QUEUE_PKTS = 1000   # htb's default leaf qdisc: pfifo of txqueuelen (a veth's 1000)
+
+
+def port_links(fabric, rates):
+    """Bridge short name -> [{"port", "rate_mbps", "buffer_bytes"}] for every switch port: the
+    egress shaping FabricTopo applies and the bounded queue apply_queues sets (pfifo limit in
+    full frames), as the agent's `[[switch]] ports` states them."""
+    buffer_bytes = (rates.queue_pkts or DEFAULT_QUEUE_PKTS) * FRAME_BYTES
+    out = {}
+
+    def add(sw, port, mbps):
+        out.setdefault(fabric.sw_short[sw], []).append(
+            {"port": port, "rate_mbps": float(mbps), "buffer_bytes": buffer_bytes})
+    for h in fabric.hosts:
+        add(h["switch"], h["port"], rates.host)
+    for link in fabric.links:
+        bw_a, bw_b = link_bws(link, rates)
+        add(link["a"], link["a_port"], bw_a)
+        add(link["b"], link["b_port"], bw_b)
+    return {k: sorted(v, key=lambda e: e["port"]) for k, v in out.items()}
+
+
 class FabricTopo(Topo):
     """Mininet Topo with the controller's exact dpids, ports, MACs and IPs."""
 

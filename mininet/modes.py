@@ -1,12 +1,12 @@
 """The routing modes `run.py` compares, each with everything it sets: how the fabric is programmed,
 the initial P of the SELECT groups, whether the agent runs (and its QCN-SW variant), and the
 controller.toml / agent.toml keys it changes over the harness's (fflaunch.py: the controller's
-loopback settings, `agent-emulated.toml` with the constants derived from the run's queues and
-fabric). A mode is one entry here; `run.py --modes` names entries, and summary.json records each
+loopback settings; `agent-emulated.toml`'s runtime settings over the agent's shipped defaults,
+with every switch's port rates and queues as the harness shaped them). A mode is one entry here; `run.py --modes` names entries, and summary.json records each
 mode's effective settings.
 
-    Mode("qcnsw-combined-nocensus", "...", program="controller", agent_variant="combined",
-         agent={"cp.min_sources": 1})
+    Mode("qcnsw-combined-census", "...", program="controller", agent_variant="combined",
+         agent={"cp.min_sources": 3})
 
 Settings are applied in this order, later ones winning: the harness's, the mode's, then the
 environment's ``FF_CONTROLLER_SET`` / ``FF_AGENT_SET`` (``key=value,...``, for one-off
@@ -31,8 +31,7 @@ class Mode:
     agent_variant: str | None = None
     # controller.toml keys (dotted for tables) set over the harness's.
     controller: dict = field(default_factory=dict)
-    # agent.toml keys (dotted: "cp.min_sources") set over agent-emulated.toml and the derived
-    # constants.
+    # agent.toml keys (dotted: "cp.min_sources") set over agent-emulated.toml.
     agent: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -77,18 +76,19 @@ MODES = {m.name: m for m in (
     _qcnsw("source-processing", "sp"),
     _qcnsw("feedback-comparison", "fc"),
     _qcnsw("combined", "combined"),
-    # mininet/README.md "The source census": the gate off, as 802.1Qau has it.
-    Mode("qcnsw-combined-nocensus",
-         "qcnsw-combined with the source census off (cp.min_sources = 1)",
-         program="controller", agent_variant="combined", agent={"cp.min_sources": 1}),
+    # mininet/README.md "The source census": the gate on (the shipped configuration has it off).
+    Mode("qcnsw-combined-census",
+         "qcnsw-combined with the source census on (cp.min_sources = 3)",
+         program="controller", agent_variant="combined", agent={"cp.min_sources": 3}),
     # The cost of the emulated CP, side by side (mininet/README.md "Cost of the emulated CP"):
     # the agent without it, and with it sampling every port but never congested enough to fire.
     Mode("qcnsw-combined-cpoff", "qcnsw-combined with the emulated CP off: the agent, no CNMs",
          program="controller", agent_variant="combined",
          agent={"runtime.emulated_cp.enabled": False}),
     Mode("qcnsw-combined-cpidle",
-         "qcnsw-combined with the emulated CP sampling but unable to fire (Qeq 100 MB)",
-         program="controller", agent_variant="combined", agent={"cp.qeq_bytes": 100_000_000}),
+         "qcnsw-combined with the emulated CP sampling but unable to fire (Qeq 5 GB)",
+         program="controller", agent_variant="combined",
+         agent={"link.buffer_bytes": 10_000_000_000}),
 )}
 
 

@@ -193,7 +193,7 @@ class QcnswTests(unittest.TestCase):
             procs = list(fn.procs)
             fab = fn.fabric
             with open(fn.tmp / "agent.toml", "rb") as f:
-                min_sources = tomllib.load(f)["cp"]["min_sources"]
+                min_sources = tomllib.load(f).get("cp", {}).get("min_sources", 1)
             owner, gport = global_link_0_to_1(fab)
             src = next(h["name"] for h in fab.hosts if h["switch"] == owner)
             dst = next(h["name"] for h in fab.hosts if h["group"] == 1)
@@ -233,14 +233,14 @@ class QcnswTests(unittest.TestCase):
         return final, p_min, rate, min_sources
 
     def test_census_spares_a_link_one_host_fills(self):
-        """The source census (cp.min_sources; the harness sets hosts per switch + 1 = 2 here):
+        """The source census (cp.min_sources = 2, off in the shipped configuration):
         one host alone fills the owner's 2.5 Mb/s global link, so its queue is congested at
         every sample, yet the gate suppresses every CNM for that port and its P stays 100.
-        Control, same traffic with the gate off (min_sources = 1, 802.1Qau): CNMs for that port
+        Control, same traffic with the shipped gate off (min_sources = 1, 802.1Qau): CNMs for that port
         and P falls. The ADV+1 test below shows two hosts on one link do get CNMs."""
         few = "fabricflow_agent_cp_samples_few_sources_total"
-        final, p_min, rate, n = self.one_host_on_global_link({}, lambda m: m(few) >= 5)
-        self.assertEqual(n, fflaunch.min_sources(Fabric.load(SPEC)))
+        final, p_min, rate, n = self.one_host_on_global_link({"cp.min_sources": 2},
+                                                             lambda m: m(few) >= 5)
         self.assertEqual(n, 2)
         self.assertEqual(final["fabricflow_agent_cp_cnms_total"], 0,
                          "CNMs generated for a link one host fills")
@@ -250,7 +250,7 @@ class QcnswTests(unittest.TestCase):
         self.assertGreater(rate, 0.7 * RATES.glob)
 
         final, p_min, _, n = self.one_host_on_global_link(
-            {"cp.min_sources": 1}, lambda m: m("fabricflow_agent_cp_cnms_total") > 0)
+            {}, lambda m: m("fabricflow_agent_cp_cnms_total") > 0)
         self.assertEqual(n, 1)
         self.assertGreater(final["fabricflow_agent_cp_cnms_total"], 0)
         self.assertEqual(final[few], 0, "samples counted as spared with the gate off")

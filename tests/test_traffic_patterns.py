@@ -190,20 +190,25 @@ class Modes(unittest.TestCase):
             modes.Mode("x", "agent keys without agent", agent={"cp.w": 1})
 
     def test_a_modes_agent_settings_reach_the_config_in_layer_order(self):
-        m = modes.lookup("qcnsw-combined-nocensus")
-        fn = self.net(m, LinkRates(queue_pkts=60), agent_overrides={"policy.gd": 0.5})
+        m = modes.lookup("qcnsw-combined-census")
+        rates = LinkRates(host=10, local=5, glob=2.5, queue_pkts=60)
+        fn = self.net(m, rates, agent_overrides={"policy.gd": 0.5})
         with mock.patch.dict(os.environ, {"FF_AGENT_SET": "cp.w=3,policy.gd=0.25"}):
             doc = fn.agent_config_doc(["s0x0"])
         self.assertEqual(doc["policy"]["variant"], "combined")
-        self.assertEqual(doc["cp"]["min_sources"], 1)                 # the mode's, not derived
-        self.assertEqual(doc["cp"]["qeq_bytes"], int(60 * 1514 / 3))  # derived from the queue
+        self.assertEqual(doc["cp"]["min_sources"], 3)                 # the mode's
         self.assertEqual(doc["cp"]["w"], 3)                           # environment
         self.assertEqual(doc["policy"]["gd"], 0.5)                    # overrides last
-        self.assertEqual(doc["switch"], [{"name": "s0x0",
-                                          "target": "unix:/var/run/openvswitch/s0x0.mgmt"}])
+        # The harness states each port's shaping and queue; no constant is derived per fabric.
+        self.assertNotIn("qeq_buffer_fraction", doc["cp"])
+        (sw,) = doc["switch"]
+        self.assertEqual(sw["target"], "unix:/var/run/openvswitch/s0x0.mgmt")
+        rates_by_port = {p["port"]: p["rate_mbps"] for p in sw["ports"]}
+        self.assertEqual(sorted(set(rates_by_port.values())), [2.5, 5.0, 10.0])
+        self.assertEqual({p["buffer_bytes"] for p in sw["ports"]}, {60 * 1514})
         self.assertEqual(tomllib.loads(fftoml.dumps(doc)), doc)
-        plain = self.net(modes.lookup("qcnsw-combined"))
-        self.assertEqual(plain.agent_config_doc([])["cp"]["min_sources"], 2)  # 1 host/switch + 1
+        plain = self.net(modes.lookup("qcnsw-combined")).agent_config_doc([])
+        self.assertNotIn("min_sources", plain.get("cp", {}))          # the shipped default
         ctl = self.net(modes.lookup("valiant", "controller")).controller_config_doc()
         self.assertEqual((ctl["p_minimal_percent"], ctl["lldp_missing_periods"]), (0.0, 15))
 

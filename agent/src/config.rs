@@ -16,6 +16,7 @@ use std::path::Path;
 
 use crate::cp::CpConfig;
 use crate::error::{as_f64, check, ConfigError};
+use crate::link::{LinkConfig, PortLinkConfig};
 use crate::policy::PolicyConfig;
 use crate::weights::WeightsConfig;
 
@@ -29,6 +30,8 @@ pub struct AgentConfig {
     pub weights: WeightsConfig,
     /// The QCN congestion point (used by the emulated CP on Open vSwitch and by the simulator).
     pub cp: CpConfig,
+    /// Links the switch does not describe (default rate, buffer, overrides).
+    pub link: LinkConfig,
     /// The I/O shell: switch sessions, emulated CP, HTTP, logs (`fabricflow-agent run`).
     pub runtime: RuntimeConfig,
     /// The switches this process serves (`[[switch]]`, or `--switch NAME=TARGET`).
@@ -158,7 +161,7 @@ impl Default for EmulatedCpConfig {
 }
 
 /// One switch served by this process (`[[switch]]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchConfig {
     /// A name for logs, metrics and the API (on OVS, the bridge name).
@@ -166,6 +169,10 @@ pub struct SwitchConfig {
     /// `unix:PATH` or `tcp:HOST:PORT`; absent = `unix:/var/run/openvswitch/NAME.mgmt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// Ports whose line rate or buffer the switch does not report (on Open vSwitch, the shaping
+    /// applied to a port's egress): they scale the rate-relative constants.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<PortLinkConfig>,
 }
 
 impl SwitchConfig {
@@ -220,7 +227,11 @@ impl AgentConfig {
         self.policy.validate()?;
         self.weights.validate()?;
         self.cp.validate()?;
+        self.link.validate()?;
         self.runtime.validate()?;
+        for p in self.switch.iter().flat_map(|s| &s.ports) {
+            p.validate()?;
+        }
         let mut names: Vec<&str> = self.switch.iter().map(|s| s.name.as_str()).collect();
         names.sort_unstable();
         if names.windows(2).any(|w| w.first() == w.get(1)) {
@@ -238,6 +249,19 @@ impl AgentConfig {
         Ok(cfg)
     }
 
+    /// Parses TOML text, applies `sets` (`section.key=VALUE`, VALUE in TOML syntax, a bare word
+    /// taken as a string) in order, then validates: one file plus a few one-off keys, as the
+    /// simulator's `--agent-set` and sweeps use it.
+    pub fn from_toml_str_with(text: &str, sets: &[String]) -> Result<Self, ConfigError> {
+        let mut doc: toml::Table = toml::from_str(text)?;
+        for set in sets {
+            apply_set(&mut doc, set)?;
+        }
+        let cfg: AgentConfig = doc.try_into()?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
     /// Reads, parses and validates a TOML file.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
@@ -248,10 +272,61 @@ impl AgentConfig {
     }
 }
 
+/// Sets one dotted key of `doc` to a TOML value.
+fn apply_set(doc: &mut toml::Table, set: &str) -> Result<(), ConfigError> {
+    let bad = || ConfigError::Setting(set.to_owned());
+    let (key, raw) = set.split_once('=').ok_or_else(bad)?;
+    let path: Vec<&str> = key.trim().split('.').collect();
+    let Some((last, sections)) = path.split_last() else {
+        return Err(bad());
+    };
+    if path.iter().any(|p| p.is_empty()) {
+        return Err(bad());
+    }
+    let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+        Ok(mut t) => t.remove("v").ok_or_else(bad)?,
+        Err(_) => toml::Value::String(raw.trim().to_owned()),
+    };
+    let mut table = doc;
+    for sec in sections {
+        table = table
+            .entry((*sec).to_owned())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(bad)?;
+    }
+    table.insert((*last).to_owned(), value);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::policy::{UpdatePolicy, Variant};
+
+    #[test]
+    fn sets_override_the_file_and_are_validated() {
+        let sets = [
+            "policy.gd=0.0078125".to_owned(),
+            "policy.fbcomp_reference=candidates".to_owned(),
+            "cp.qeq_buffer_fraction = 0.25".to_owned(),
+        ];
+        let c = AgentConfig::from_toml_str_with("[policy]\ngd = 0.001\n", &sets).unwrap();
+        assert_eq!(c.policy.gd, 0.0078125);
+        assert_eq!(c.cp.qeq_buffer_fraction, 0.25);
+        assert_eq!(
+            c.policy.fbcomp_reference,
+            crate::policy::FbReference::Candidates
+        );
+        for bad in ["policy.gd", "=1", "policy..gd=1", "policy.gd.x=1"] {
+            let r = AgentConfig::from_toml_str_with("[policy]\ngd = 0.001\n", &[bad.to_owned()]);
+            assert!(r.is_err(), "{bad}");
+        }
+        assert!(matches!(
+            AgentConfig::from_toml_str_with("", &["policy.gd=1.0".to_owned()]),
+            Err(ConfigError::OutOfRange { .. })
+        ));
+    }
 
     #[test]
     fn defaults_are_valid() {
@@ -273,23 +348,24 @@ mod tests {
             [policy]
             variant = "feedback-comparison"
             update = "miad"
-            increase_timer_period_us = 15000
+            increase_timer_line_bytes = 15000
             [weights]
-            min_update_interval_us = 2000
+            min_update_interval_line_bytes = 2500000
             [[weights.group_overrides]]
             group_id = 1005
             min_update_interval_us = 50
             [cp]
-            qeq_bytes = 15000
+            qeq_buffer_fraction = 0.1
             "#,
         )
         .unwrap();
         assert_eq!(cfg.policy.variant, Variant::FeedbackComparison);
         assert_eq!(cfg.policy.update, UpdatePolicy::Miad);
-        assert_eq!(cfg.policy.increase_timer_period_ns(), Some(15_000_000));
-        assert_eq!(cfg.weights.min_update_interval_ns(1005), 50_000);
-        assert_eq!(cfg.weights.min_update_interval_ns(1006), 2_000_000);
-        assert_eq!(cfg.cp.qeq_bytes, 15_000);
+        assert_eq!(cfg.policy.increase_timer_line_bytes, Some(15_000));
+        let link = cfg.link.default_link();
+        assert_eq!(cfg.weights.min_update_interval_ns(1005, link), 50_000);
+        assert_eq!(cfg.weights.min_update_interval_ns(1006, link), 2_000_000);
+        assert_eq!(cfg.cp.at(link).qeq_bytes, 15_000);
     }
 
     #[test]
@@ -308,7 +384,7 @@ mod tests {
     fn serialises_back_to_the_same_config() {
         let cfg = AgentConfig {
             policy: PolicyConfig {
-                increase_timer_period_us: Some(15_000),
+                increase_timer_line_bytes: Some(15_000),
                 ..PolicyConfig::default()
             },
             ..AgentConfig::default()

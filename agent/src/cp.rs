@@ -13,7 +13,7 @@
 
 mod config;
 
-pub use config::CpConfig;
+pub use config::{CpConfig, CpParams};
 
 use fabricflow_proto::cnm::MAX_QNTZ_FB;
 use fabricflow_proto::MacAddr;
@@ -72,7 +72,7 @@ fn to_f64(v: i64) -> f64 {
 }
 
 /// Feedback of a sample with queue length `q_bytes` and previous sample's length `q_old_bytes`.
-pub fn feedback(cfg: &CpConfig, q_bytes: u64, q_old_bytes: u64) -> Feedback {
+pub fn feedback(cfg: &CpParams, q_bytes: u64, q_old_bytes: u64) -> Feedback {
     let q = to_i64(q_bytes);
     let q_off = q.saturating_sub(to_i64(cfg.qeq_bytes));
     let q_delta = q.saturating_sub(to_i64(q_old_bytes));
@@ -96,14 +96,14 @@ pub fn feedback(cfg: &CpConfig, q_bytes: u64, q_old_bytes: u64) -> Feedback {
 }
 
 /// |Fb| at the clamp: Qeq·(2w+1).
-pub fn fb_magnitude_max(cfg: &CpConfig) -> f64 {
+pub fn fb_magnitude_max(cfg: &CpParams) -> f64 {
     #[allow(clippy::cast_precision_loss)] // Qeq ≤ 2^40 by validation
     let qeq = cfg.qeq_bytes as f64;
     qeq * (2.0 * cfg.w + 1.0)
 }
 
 /// The sampling interval after a sample with `qntz_fb`, before randomisation, octets.
-pub fn sampling_interval_bytes(cfg: &CpConfig, qntz_fb: u8) -> u64 {
+pub fn sampling_interval_bytes(cfg: &CpParams, qntz_fb: u8) -> u64 {
     let idx = usize::from(qntz_fb.min(MAX_QNTZ_FB) >> 3);
     let standard = SAMPLING_TABLE_BYTES
         .get(idx)
@@ -118,7 +118,7 @@ pub fn sampling_interval_bytes(cfg: &CpConfig, qntz_fb: u8) -> u64 {
 /// The sampling interval randomised by ±`sampling_jitter_fraction` using `random`, a uniformly
 /// distributed `u32` from the caller's RNG: 0 gives −jitter, 2^31 gives the nominal interval,
 /// `u32::MAX` gives just under +jitter. At least 1 octet.
-pub fn randomised_interval_bytes(cfg: &CpConfig, qntz_fb: u8, random: u32) -> u64 {
+pub fn randomised_interval_bytes(cfg: &CpParams, qntz_fb: u8, random: u32) -> u64 {
     let nominal = sampling_interval_bytes(cfg, qntz_fb);
     let u = f64::from(random) / 4_294_967_296.0; // [0, 1)
     let factor = 1.0 + cfg.sampling_jitter_fraction * (2.0 * u - 1.0);
@@ -135,7 +135,7 @@ pub fn randomised_interval_bytes(cfg: &CpConfig, qntz_fb: u8, random: u32) -> u6
 /// The congestion point of one egress queue.
 #[derive(Debug, Clone)]
 pub struct CongestionPoint {
-    cfg: CpConfig,
+    cfg: CpParams,
     q_old_bytes: u64,
     until_sample_bytes: u64,
     last: Option<Feedback>,
@@ -143,7 +143,7 @@ pub struct CongestionPoint {
 
 impl CongestionPoint {
     /// A congestion point whose first sample comes after a randomised base interval.
-    pub fn new(cfg: CpConfig, random: u32) -> Result<Self, ConfigError> {
+    pub fn new(cfg: CpParams, random: u32) -> Result<Self, ConfigError> {
         cfg.validate()?;
         let until_sample_bytes = randomised_interval_bytes(&cfg, 0, random);
         Ok(CongestionPoint {
@@ -197,8 +197,8 @@ impl CongestionPoint {
         self.last
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &CpConfig {
+    /// The port's constants.
+    pub fn params(&self) -> &CpParams {
         &self.cfg
     }
 }
@@ -295,8 +295,8 @@ mod tests {
 
     const MID: u32 = 1 << 31;
 
-    fn std_cfg() -> CpConfig {
-        CpConfig::default()
+    fn std_cfg() -> CpParams {
+        CpParams::standard()
     }
 
     #[test]
@@ -358,7 +358,7 @@ mod tests {
 
     #[test]
     fn feedback_with_small_emulated_queue() {
-        let cfg = CpConfig {
+        let cfg = CpParams {
             qeq_bytes: 15_000,
             ..std_cfg()
         }; // |Fb| max 75 000
@@ -381,7 +381,7 @@ mod tests {
         }
         assert_eq!(sampling_interval_bytes(&cfg, 200), 18_500);
         // Scaled for a small emulated queue: base 15 000 → a tenth of every entry.
-        let small = CpConfig {
+        let small = CpParams {
             sampling_base_bytes: 15_000,
             ..std_cfg()
         };
@@ -397,7 +397,7 @@ mod tests {
         assert_eq!(randomised_interval_bytes(&cfg, 0, 0), 127_500);
         assert_eq!(randomised_interval_bytes(&cfg, 0, u32::MAX), 172_500);
         assert_eq!(randomised_interval_bytes(&cfg, 63, 0), 15_725);
-        let none = CpConfig {
+        let none = CpParams {
             sampling_jitter_fraction: 0.0,
             ..cfg
         };
@@ -426,14 +426,14 @@ mod tests {
         assert_eq!(f.qntz_fb, 7);
         assert_eq!(cp.until_sample_bytes(), 150_000);
         assert!(CongestionPoint::new(
-            CpConfig {
+            CpParams {
                 qeq_bytes: 0,
                 ..std_cfg()
             },
             0
         )
         .is_err());
-        assert_eq!(cp.config().w, 2.0);
+        assert_eq!(cp.params().w, 2.0);
     }
 
     #[test]
@@ -489,7 +489,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(256))]
         #[test]
         fn feedback_is_in_range(q in any::<u64>(), old in any::<u64>(), qeq in 1u64..1_000_000, w in 0.1f64..8.0, r in any::<u32>()) {
-            let cfg = CpConfig { qeq_bytes: qeq, w, ..CpConfig::default() };
+            let cfg = CpParams { qeq_bytes: qeq, w, ..CpParams::standard() };
             let f = feedback(&cfg, q, old);
             prop_assert!(f.fb <= 0.0 && f.fb >= -fb_magnitude_max(&cfg));
             prop_assert!(f.qntz_fb <= 63);

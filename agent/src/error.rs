@@ -28,6 +28,9 @@ pub enum ConfigError {
         /// The valid range, in words.
         expected: &'static str,
     },
+    /// A `KEY=VALUE` override is malformed (no `=`, an empty key, or a key under a value).
+    #[error("bad setting {0:?}: expected section.key=VALUE (VALUE in TOML syntax)")]
+    Setting(String),
     /// Two constants contradict each other.
     #[error("inconsistent configuration: {0}")]
     Inconsistent(&'static str),

@@ -15,6 +15,7 @@
 //!   quantum of change, at most once per minimum update interval).
 //! - [`cp`]: the QCN congestion point maths (Fb, QntzFb, sampling intervals) for the emulated CP.
 //! - [`config`]: the agent's file: every module's section composed, TOML loading, validation.
+//! - [`link`]: a port's line rate and buffer, which scale the rate-relative constants.
 //! - [`error`]: [`ConfigError`], shared by every section's validation.
 //! - [`plan`]: decision points and fabric ports learned from the switch's groups and flows.
 //! - [`session`]: the sans-IO OpenFlow session with one switch (messages + time in, messages out).
@@ -25,6 +26,7 @@
 pub mod config;
 pub mod cp;
 pub mod error;
+pub mod link;
 pub mod plan;
 pub mod policy;
 pub mod qdisc;

@@ -78,8 +78,11 @@ fn run(config: Option<PathBuf>, switches: Vec<String>, http_listen: Option<Strin
             Some((n, t)) => (n.to_owned(), Some(t.to_owned())),
             None => (s.clone(), None),
         };
-        cfg.switch
-            .push(fabricflow_agent::config::SwitchConfig { name, target });
+        cfg.switch.push(fabricflow_agent::config::SwitchConfig {
+            name,
+            target,
+            ports: Vec::new(),
+        });
     }
     if let Some(h) = http_listen {
         cfg.runtime.http_listen = h;

@@ -53,6 +53,7 @@ use serde::Serialize;
 
 use crate::config::{AgentConfig, ByteCounter};
 use crate::error::ConfigError;
+use crate::link::{LinkConfig, PortLink, PortLinkConfig, PortLinks};
 use crate::plan::{LearnedPlan, PlanConventions};
 use crate::policy::Policy;
 use crate::switch_core::{CnmRoute, CongestionSample, Culprit, Learned, SwitchCore};
@@ -81,6 +82,10 @@ pub struct SessionConfig {
     pub cnm_inject_in_port: PortNo,
     /// The plan's conventions.
     pub plan: PlanConventions,
+    /// Links of ports the switch's `curr_speed` does not describe, and overrides.
+    pub link: LinkConfig,
+    /// This switch's ports as stated in the agent's file (`[[switch]] ports`).
+    pub stated_links: Vec<PortLinkConfig>,
 }
 
 impl Default for SessionConfig {
@@ -96,6 +101,8 @@ impl Default for SessionConfig {
             tick_period_ns: 1_000_000,
             cnm_inject_in_port: OFPP_CONTROLLER,
             plan: PlanConventions::default(),
+            link: LinkConfig::default(),
+            stated_links: Vec::new(),
         }
     }
 }
@@ -242,6 +249,8 @@ pub struct PortInfo {
     pub name: String,
     /// Port MAC.
     pub hw_addr: MacAddr,
+    /// OFPPF `curr_speed`, kb/s (0 = unknown).
+    pub curr_speed_kbps: u32,
 }
 
 /// A snapshot for the HTTP API and metrics.
@@ -321,7 +330,7 @@ pub struct Session {
 impl Session {
     /// A session with the policy/weights constants of `agent` and the I/O settings of `cfg`.
     pub fn new(cfg: SessionConfig, agent: &AgentConfig) -> Result<Self, ConfigError> {
-        Ok(Session {
+        let mut session = Session {
             core: SwitchCore::new(agent.policy.clone(), agent.weights.clone())?,
             cfg,
             channel: None,
@@ -340,7 +349,36 @@ impl Session {
             counters: SessionCounters::default(),
             plan_changed: false,
             last_refusal_read_ns: None,
-        })
+        };
+        session.apply_links();
+        Ok(session)
+    }
+
+    /// Every port's link from the stated ports, the switch's `curr_speed` and `[link]`, handed
+    /// to the core (the rate-relative constants follow it).
+    fn apply_links(&mut self) {
+        let link = &self.cfg.link;
+        let stated = |p: PortNo| self.cfg.stated_links.iter().find(|s| s.port == p);
+        let mut table: Vec<(PortNo, PortLink)> = self
+            .ports
+            .values()
+            .map(|i| {
+                let rate = u64::from(i.curr_speed_kbps).saturating_mul(1_000);
+                (i.port_no, link.resolve(stated(i.port_no), rate))
+            })
+            .collect();
+        for s in &self.cfg.stated_links {
+            if !self.ports.contains_key(&s.port) {
+                table.push((s.port, link.resolve(Some(s), 0)));
+            }
+        }
+        let links = PortLinks::new(link.default_link(), table);
+        self.core.set_links(links, self.cfg.port_stats_period_ns);
+    }
+
+    /// The link of every port, as the constants are scaled by.
+    pub fn links(&self) -> &PortLinks {
+        self.core.policy().links()
     }
 
     fn request(&mut self, kind: Pending, build: impl FnOnce(u32) -> Message) {
@@ -599,10 +637,12 @@ impl Session {
                             port_no: p.port_no,
                             name: p.name.as_string(),
                             hw_addr: p.hw_addr,
+                            curr_speed_kbps: p.curr_speed,
                         };
                         (p.port_no, info)
                     })
                     .collect();
+                self.apply_links();
                 self.plan_changed = true;
             }
             (Pending::PortStats, MultipartReplyBody::PortStats(stats)) => {

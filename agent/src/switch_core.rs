@@ -19,6 +19,7 @@ use fabricflow_proto::select_weights::p_minimal_from_weights;
 use fabricflow_proto::MacAddr;
 
 use crate::error::ConfigError;
+use crate::link::PortLinks;
 use crate::plan::{host_group, LearnedPlan};
 use crate::policy::{Effects, Event, Policy, PolicyConfig};
 use crate::weights::{GroupWrite, WeightPlanner, WeightsConfig};
@@ -126,6 +127,15 @@ impl SwitchCore {
             writes: VecDeque::new(),
             counters: CoreCounters::default(),
         })
+    }
+
+    /// Sets every port's link (line rate, buffer), which scales the policy's and the weight
+    /// planner's rate-relative constants; `bytes_every_ns` is how often sent octets reach
+    /// [`on_bytes`](Self::on_bytes) (the port-statistics period; 0 when every octet is reported
+    /// as it leaves, as in the simulator).
+    pub fn set_links(&mut self, links: PortLinks, bytes_every_ns: u64) {
+        self.weights.set_links(links.clone());
+        self.policy.set_links(links, bytes_every_ns);
     }
 
     /// The number of the latest weight write: note it when requesting the switch's groups and

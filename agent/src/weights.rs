@@ -23,6 +23,7 @@ pub use config::{GroupOverride, WeightsConfig};
 use fabricflow_proto::select_weights::{weights, weights_iter};
 
 use crate::error::ConfigError;
+use crate::link::PortLinks;
 use crate::policy::P_MAX_PERCENT;
 use crate::PortNo;
 
@@ -119,6 +120,8 @@ struct GroupState {
 #[derive(Debug, Clone)]
 pub struct WeightPlanner {
     cfg: WeightsConfig,
+    /// The links of the decision points' minimal ports, which scale the write interval.
+    links: PortLinks,
     groups: Vec<GroupState>,
     seq: u64,
 }
@@ -129,9 +132,21 @@ impl WeightPlanner {
         cfg.validate()?;
         Ok(WeightPlanner {
             cfg,
+            links: PortLinks::default(),
             groups: Vec::new(),
             seq: 0,
         })
+    }
+
+    /// Sets the links of the minimal ports: every group's write interval follows its minimal
+    /// port's line rate.
+    pub fn set_links(&mut self, links: PortLinks) {
+        self.links = links;
+        for g in &mut self.groups {
+            g.interval_ns = self
+                .cfg
+                .min_update_interval_ns(g.dp.group_id, self.links.get(g.dp.minimal_port));
+        }
     }
 
     /// Registers (or re-registers) a group. `installed` are its current weights as read from the
@@ -153,7 +168,9 @@ impl WeightPlanner {
             Some(w) => w,
             None => weights(P_MAX_PERCENT, dp.n_nonminimal),
         };
-        let interval_ns = self.cfg.min_update_interval_ns(dp.group_id);
+        let interval_ns = self
+            .cfg
+            .min_update_interval_ns(dp.group_id, self.links.get(dp.minimal_port));
         let prev = self
             .groups
             .iter()
@@ -303,7 +320,7 @@ mod tests {
 
     fn planner(interval_us: u64) -> WeightPlanner {
         let cfg = WeightsConfig {
-            min_update_interval_us: interval_us,
+            min_update_interval_line_bytes: interval_us * 1_250,
             ..WeightsConfig::default()
         };
         let mut p = WeightPlanner::new(cfg).unwrap();
@@ -351,7 +368,7 @@ mod tests {
     #[test]
     fn min_change_quanta_is_honoured() {
         let cfg = WeightsConfig {
-            min_update_interval_us: 0,
+            min_update_interval_line_bytes: 0,
             min_change_quanta: 3,
             ..WeightsConfig::default()
         };
@@ -426,7 +443,8 @@ mod tests {
     #[test]
     fn per_group_override_and_installed_weights() {
         let cfg = WeightsConfig {
-            min_update_interval_us: 10_000,
+            // 10 ms at the default 10 Gb/s.
+            min_update_interval_line_bytes: 12_500_000,
             group_overrides: vec![GroupOverride {
                 group_id: 7,
                 min_update_interval_us: 1_000,

@@ -209,6 +209,7 @@ impl Agent {
         let sw = SwitchConfig {
             name: name.to_owned(),
             target: Some(format!("unix:{mgmt}")),
+            ports: Vec::new(),
         };
         let (c, r) = (Arc::new(cfg), reg.clone());
         rt.spawn(async move { run_switch(sw, c, r, rx).await });
@@ -263,7 +264,7 @@ fn test_config() -> AgentConfig {
         policy: fabricflow_agent::policy::PolicyConfig::published(),
         ..AgentConfig::default()
     };
-    cfg.weights.min_update_interval_us = 0;
+    cfg.weights.min_update_interval_line_bytes = 0;
     cfg.runtime.reconnect_min_us = 20_000;
     cfg.runtime.reconnect_max_us = 200_000;
     cfg.runtime.plan_refresh_period_us = 200_000;
@@ -370,7 +371,9 @@ fn emulated_cp_reads_the_backlog_and_generates_cnms_under_load() {
     let mut cfg = test_config();
     cfg.runtime.emulated_cp.enabled = true;
     cfg.runtime.emulated_cp.queue_poll_period_us = 1_000;
-    cfg.cp.qeq_bytes = 5_000;
+    // Qeq 5 000 octets of the port's 100-frame buffer.
+    cfg.link.buffer_bytes = Some(151_400);
+    cfg.cp.qeq_buffer_fraction = 5_000.0 / 151_400.0;
     cfg.cp.sampling_base_bytes = 5_000;
     let agent = Agent::start(&br.name, &br.mgmt(), cfg);
     wait_for("emulated CP running", 10, || {

@@ -13,6 +13,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use fabricflow_agent::cp::CpConfig;
+use fabricflow_agent::link::PortLink;
 use fabricflow_agent::policy::PolicyConfig;
 use fabricflow_agent::policy::Variant;
 use fabricflow_agent::weights::WeightsConfig;
@@ -217,8 +218,7 @@ pub struct SimConfig {
     pub cp_queue: CpQueue,
     pub cp: CpConfig,
     pub policy: PolicyConfig,
-    /// When the switch cores write weights. Default: no minimum interval (a simulated switch
-    /// rewrites a group at once, with no table-rebuild cost to ration), changes of a quantum.
+    /// When the switch cores write weights (the agent's `[weights]`).
     pub weights: WeightsConfig,
     /// Width of the throughput-over-time windows, cycles.
     pub window_cycles: u64,
@@ -251,20 +251,11 @@ impl Default for SimConfig {
             speedup: 2,
             ugal_threshold: 0.0,
             cp_queue: CpQueue::Input,
-            // Scaled to the buffers (QCN.md: the 802.1Qau octet values exceed a 4 KB VC buffer):
-            // Qeq at 3/4 of a 4 KB VC input buffer, sampling base scaled like Qeq and halved
-            // (150 000 · 3 072 / 26 000 / 2 ≈ 8 861): the sensitivity sweep's choice together
-            // with the agent's default policy (sim/RESULTS.md §d).
-            cp: CpConfig {
-                qeq_bytes: 3_072,
-                sampling_base_bytes: 8_861,
-                ..CpConfig::default()
-            },
+            // The agent's shipped configuration: its constants are rate- and buffer-relative,
+            // so the same values serve a 40 Gb/s simulated fabric and a Mininet one.
+            cp: CpConfig::default(),
             policy: PolicyConfig::default(),
-            weights: WeightsConfig {
-                min_update_interval_us: 0,
-                ..WeightsConfig::default()
-            },
+            weights: WeightsConfig::default(),
             window_cycles: 200,
         }
     }
@@ -284,6 +275,17 @@ impl SimConfig {
             1
         }
     }
+    /// The link the agent's rate-relative constants see on a port whose queue holds
+    /// `vc_phits` per data VC: the line rate, and one VC's buffer in octets — what a congested
+    /// flow can fill (a packet holds one VC per hop, so a hot spot backs up one VC of a port,
+    /// not all of them).
+    pub fn port_link(&self, vc_phits: u32) -> PortLink {
+        PortLink {
+            rate_bps: self.link_gbps * 1e9,
+            buffer_bytes: (u64::from(vc_phits) * u64::from(self.phit_bytes)).max(1),
+        }
+    }
+
     /// Phits of a data packet.
     pub fn packet_phits(&self) -> u32 {
         self.packet_bytes.div_ceil(self.phit_bytes.max(1)).max(1)

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Parser;
+use fabricflow_agent::AgentConfig;
 use fabricflow_controller::TopologySpec;
 use fabricflow_sim::config::{CpQueue, Routing, SimConfig, Traffic};
 use fabricflow_sim::run::{loads, reaction_cycles, sweep, write_csvs};
@@ -77,10 +78,14 @@ struct Cli {
     /// QCN CP: input | output queues.
     #[arg(long, default_value = "input")]
     cp_queue: CpQueue,
+    /// The agent's configuration file (`deploy/agent.example.toml` format) whose `[policy]`,
+    /// `[weights]` and `[cp]` the simulated switches run; absent = the agent's shipped defaults.
     #[arg(long)]
-    qeq_bytes: Option<u64>,
-    #[arg(long)]
-    cp_sampling_bytes: Option<u64>,
+    agent_config: Option<PathBuf>,
+    /// One-off agent keys on top of `--agent-config`, e.g. `--agent-set cp.qeq_buffer_fraction=0.25`
+    /// (repeatable; VALUE in TOML syntax).
+    #[arg(long = "agent-set")]
+    agent_set: Vec<String>,
     /// QCN-SW increase step (percentage points).
     #[arg(long)]
     qcn_step: Option<f64>,
@@ -98,17 +103,21 @@ struct Cli {
     /// other --qcn-* flags still apply on top.
     #[arg(long)]
     published_constants: bool,
-    /// Feedback comparison: stored Fb older than this (µs of simulated time) count as 0 in
-    /// Fb_avg (fabricflow's ageing addition); 0 turns ageing off (the published rule).
-    #[arg(long)]
-    fb_max_age_us: Option<u64>,
     /// `qcnsw-combined`: whether self-generated CNMs go through the comparison (fabricflow's
     /// addition; the agent's default is true, the published rule false).
     #[arg(long)]
     source_comparison: Option<bool>,
 }
 
-fn config(cli: &Cli) -> SimConfig {
+fn config(cli: &Cli) -> anyhow::Result<SimConfig> {
+    let text = match &cli.agent_config {
+        Some(p) => {
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?
+        }
+        None => String::new(),
+    };
+    let agent =
+        AgentConfig::from_toml_str_with(&text, &cli.agent_set).context("agent configuration")?;
     let mut c = SimConfig {
         topology: cli.topology.clone(),
         routing: cli.routing,
@@ -130,14 +139,11 @@ fn config(cli: &Cli) -> SimConfig {
         ugal_threshold: cli.ugal_threshold,
         cp_queue: cli.cp_queue,
         window_cycles: cli.window,
+        cp: agent.cp,
+        policy: agent.policy,
+        weights: agent.weights,
         ..SimConfig::default()
     };
-    if let Some(x) = cli.qeq_bytes {
-        c.cp.qeq_bytes = x;
-    }
-    if let Some(x) = cli.cp_sampling_bytes {
-        c.cp.sampling_base_bytes = x;
-    }
     if cli.published_constants {
         c.policy = fabricflow_agent::policy::PolicyConfig::published();
     }
@@ -153,13 +159,10 @@ fn config(cli: &Cli) -> SimConfig {
     if let Some(x) = cli.qcn_pmin {
         c.policy.p_min_percent = x;
     }
-    if let Some(x) = cli.fb_max_age_us {
-        c.policy.fb_max_age_us = x;
-    }
     if let Some(x) = cli.source_comparison {
         c.policy.source_comparison = x;
     }
-    c
+    Ok(c)
 }
 
 fn plot(dir: &Path) {
@@ -192,7 +195,7 @@ fn main() -> ExitCode {
 
 fn real_main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let cfg = config(&cli);
+    let cfg = config(&cli)?;
     let ls = match (&cli.load, &cli.sweep) {
         (Some(l), None) => vec![*l],
         (None, Some(s)) => {

@@ -33,6 +33,7 @@ use std::collections::VecDeque;
 use std::collections::BTreeSet;
 
 use fabricflow_agent::cp::CongestionPoint;
+use fabricflow_agent::link::{PortLink, PortLinks};
 use fabricflow_agent::plan::{LearnedPlan, PlanConventions};
 use fabricflow_agent::policy::Policy;
 use fabricflow_agent::switch_core::{CnmRoute, CongestionSample, Culprit, SwitchCore};
@@ -373,10 +374,20 @@ impl Sim {
             if let Routing::QcnSw(v) = cfg.routing {
                 pcfg.variant = v;
             }
-            cores = learned_cores(fabric, &pcfg, &cfg.weights)?;
-            for _ in 0..ngp {
+            cores = learned_cores(
+                fabric,
+                &pcfg,
+                &cfg.weights,
+                cfg.port_link(cfg.in_local_phits),
+            )?;
+            for &incap in gp_incap.iter().take(ngp) {
+                // The CP watches one port's data queue (every data VC), input or output.
+                let buffer = match cfg.cp_queue {
+                    CpQueue::Input => incap,
+                    CpQueue::Output => cfg.out_phits,
+                };
                 cps.push(
-                    CongestionPoint::new(cfg.cp.clone(), rng.next_u32())
+                    CongestionPoint::new(cfg.cp.at(cfg.port_link(buffer)), rng.next_u32())
                         .map_err(|e| SpecError::Invalid(e.to_string()))?,
                 );
             }
@@ -1219,6 +1230,7 @@ fn learned_cores(
     fabric: &Fabric,
     policy: &fabricflow_agent::policy::PolicyConfig,
     weights: &fabricflow_agent::weights::WeightsConfig,
+    link: PortLink,
 ) -> Result<Vec<SwitchCore>, SpecError> {
     let invalid = |e: String| SpecError::Invalid(e);
     let desired = desired_state(fabric, &PlanOptions::default(), &BTreeSet::new())
@@ -1228,6 +1240,8 @@ fn learned_cores(
     for sw in fabric.switches() {
         let mut core =
             SwitchCore::new(policy.clone(), weights.clone()).map_err(|e| invalid(e.to_string()))?;
+        // Every link has one rate; octets reach the core as they leave (no polling period).
+        core.set_links(PortLinks::new(link, Vec::new()), 0);
         if let Some(d) = desired.get(&sw.dpid) {
             let groups: Vec<GroupDesc> = d.groups.iter().map(GroupDesc::from).collect();
             let flows: Vec<FlowStats> = d.flows.iter().map(FlowStats::from).collect();

@@ -95,7 +95,7 @@ fn agents_on_a_fat_tree_are_ready_at_every_level_once_the_plan_is_installed() {
 
 fn agent_config() -> AgentConfig {
     let mut a = AgentConfig::default();
-    a.weights.min_update_interval_us = 0;
+    a.weights.min_update_interval_line_bytes = 0;
     a
 }
 

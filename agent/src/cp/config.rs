@@ -3,64 +3,84 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{as_f64, check, ConfigError};
+use crate::link::{LinkConfig, PortLink};
 
-/// The QCN congestion point (IEEE 802.1Qau; QCN.md "Congestion point").
+/// The QCN congestion point (IEEE 802.1Qau; QCN.md "Congestion point"), `[cp]`: constants
+/// relative to a port's buffer and line rate, so one file serves every link
+/// ([`CpConfig::at`] gives one port's [`CpParams`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CpConfig {
-    /// Qeq, the queue set point in octets. Default 26 000 (IEEE8021-CN-MIB). On an emulated
-    /// fabric with queues of tens of packets scale it to the configured queue (e.g. 15 000 for a
-    /// 50-packet qdisc of 1500-octet frames: a third of the queue).
-    pub qeq_bytes: u64,
+    /// Qeq, the queue set point, as a fraction of the port's egress buffer. Default 0.5.
+    /// (802.1Qau's 26 000 octets is about a fifth of a 100-frame buffer; a simulated 4 KB VC
+    /// buffer and a 100-packet Linux qdisc both need a set point they can reach.)
+    pub qeq_buffer_fraction: f64,
     /// w, the weight of the queue's growth Qδ in Fb = −(Qoff + w·Qδ). Default 2.
     pub w: f64,
     /// Sampling base in octets: the interval at QntzFb < 8. The table of 802.1Qau (150, 75, 50,
-    /// 37.5, 30, 25, 21.5, 18.5 KB) is scaled by `sampling_base_bytes / 150 000`. Default 150 000.
-    /// Scale it down with Qeq on an emulated fabric.
+    /// 37.5, 30, 25, 21.5, 18.5 KB) is scaled by `sampling_base_bytes / 150 000`. Default
+    /// 15 000: about ten full frames, a sample per ten frames of a port's traffic at low
+    /// feedback, eight times more at the highest (802.1Qau samples every 100 frames; shallow
+    /// buffers fill in fewer).
     pub sampling_base_bytes: u64,
     /// Relative randomisation of every sampling interval, ± this fraction. Default 0.15 (±15 %),
     /// to avoid synchronisation between congestion points. Must be in [0, 1).
     pub sampling_jitter_fraction: f64,
     /// fabricflow's addition for loaded TCP fabrics, emulated CP only (off at the default 1; the
     /// simulator ignores it): a congested sample yields a CNM only if at least this many
-    /// distinct hosts sent data frames through the port within `source_window_us`. TCP fills
+    /// distinct hosts sent data frames through the port within the source window. TCP fills
     /// every bottleneck queue whatever the oversubscription, so Fb alone cannot tell a link a
-    /// few sources fill from a many-to-one hot spot. On a loaded fabric diverting the few
-    /// mostly loads other full links; on an idle one it would pay, and the gate forgoes that.
+    /// few sources fill from a many-to-one hot spot.
     pub min_sources: u32,
-    /// The window of `min_sources`, µs. Default 1 s: long enough for every active TCP source
-    /// of a slow emulated link to show a frame.
-    pub source_window_us: u64,
+    /// The window of `min_sources`, in octets of line time. Default 300 000 (1 s at 2.4 Mb/s):
+    /// long enough for every active TCP source of the port to show a frame.
+    pub source_window_line_bytes: u64,
 }
 
 impl Default for CpConfig {
     fn default() -> Self {
         CpConfig {
-            qeq_bytes: 26_000,
+            qeq_buffer_fraction: 0.5,
             w: 2.0,
-            sampling_base_bytes: 150_000,
+            sampling_base_bytes: 15_000,
             sampling_jitter_fraction: 0.15,
             min_sources: 1,
-            source_window_us: 1_000_000,
+            source_window_line_bytes: 300_000,
         }
     }
 }
 
-impl CpConfig {
-    /// Checks every constant.
+/// One port's congestion-point constants in octets, as [`CpConfig::at`] derives them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpParams {
+    /// Qeq, octets (> 0).
+    pub qeq_bytes: u64,
+    /// w.
+    pub w: f64,
+    /// Sampling base, octets.
+    pub sampling_base_bytes: u64,
+    /// ± jitter of every interval.
+    pub sampling_jitter_fraction: f64,
+}
+
+impl CpParams {
+    /// IEEE 802.1Qau's constants (Qeq 26 000, w 2, base 150 000, ±15 %).
+    pub fn standard() -> Self {
+        CpParams {
+            qeq_bytes: 26_000,
+            w: 2.0,
+            sampling_base_bytes: 150_000,
+            sampling_jitter_fraction: 0.15,
+        }
+    }
+
+    /// Checks every constant (Qeq·(2w+1) must stay far from u64/f64 trouble).
     pub fn validate(&self) -> Result<(), ConfigError> {
         check(
-            self.qeq_bytes > 0,
+            self.qeq_bytes > 0 && self.qeq_bytes <= 1 << 40,
             "cp.qeq_bytes",
             as_f64(self.qeq_bytes),
-            "> 0",
-        )?;
-        // Qeq·(2w+1) must stay far from u64/f64 trouble: 1 TB is beyond any queue.
-        check(
-            self.qeq_bytes <= 1 << 40,
-            "cp.qeq_bytes",
-            as_f64(self.qeq_bytes),
-            "≤ 2^40",
+            "0 < Qeq ≤ 2^40",
         )?;
         check(
             self.w.is_finite() && self.w > 0.0 && self.w <= 64.0,
@@ -80,7 +100,43 @@ impl CpConfig {
             "cp.sampling_jitter_fraction",
             self.sampling_jitter_fraction,
             "0 ≤ jitter < 1",
+        )
+    }
+}
+
+impl CpConfig {
+    /// The constants of a port with `link`.
+    pub fn at(&self, link: PortLink) -> CpParams {
+        CpParams {
+            qeq_bytes: link
+                .buffer_fraction_bytes(self.qeq_buffer_fraction)
+                .min(1 << 40),
+            w: self.w,
+            sampling_base_bytes: self.sampling_base_bytes,
+            sampling_jitter_fraction: self.sampling_jitter_fraction,
+        }
+    }
+
+    /// The source window of a port with `link`, µs (at least 1).
+    pub fn source_window_us(&self, link: PortLink) -> u64 {
+        (link.line_time_ns(self.source_window_line_bytes) / 1_000).max(1)
+    }
+
+    /// Checks every constant.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(
+            self.qeq_buffer_fraction.is_finite()
+                && self.qeq_buffer_fraction > 0.0
+                && self.qeq_buffer_fraction <= 1.0,
+            "cp.qeq_buffer_fraction",
+            self.qeq_buffer_fraction,
+            "0 < Qeq/buffer ≤ 1",
         )?;
+        CpParams {
+            qeq_bytes: 1,
+            ..self.at(LinkConfig::default().default_link())
+        }
+        .validate()?;
         check(
             self.min_sources >= 1,
             "cp.min_sources",
@@ -88,10 +144,10 @@ impl CpConfig {
             "≥ 1 (1: every congested sample yields a CNM, as in 802.1Qau)",
         )?;
         check(
-            self.source_window_us > 0 && self.source_window_us <= 3_600_000_000,
-            "cp.source_window_us",
-            as_f64(self.source_window_us),
-            "0 < window ≤ 1 h",
+            self.source_window_line_bytes > 0 && self.source_window_line_bytes <= 1 << 40,
+            "cp.source_window_line_bytes",
+            as_f64(self.source_window_line_bytes),
+            "0 < window ≤ 2^40",
         )?;
         Ok(())
     }
@@ -99,7 +155,26 @@ impl CpConfig {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn port_constants_follow_the_link() {
+        let c = CpConfig::default();
+        let sim = PortLink {
+            rate_bps: 40e9,
+            buffer_bytes: 4096,
+        };
+        let emu = PortLink {
+            rate_bps: 2.5e6,
+            buffer_bytes: 151_400,
+        };
+        assert_eq!(c.at(sim).qeq_bytes, 2048);
+        assert_eq!(c.at(emu).qeq_bytes, 75_700);
+        assert_eq!(c.at(emu).sampling_base_bytes, c.sampling_base_bytes);
+        assert_eq!(c.source_window_us(emu), 960_000);
+        assert_eq!(c.source_window_us(sim), 60);
+    }
 
     #[test]
     fn out_of_range_constants_are_refused() {
@@ -110,7 +185,7 @@ mod tests {
         .validate()
         .is_err());
         assert!(CpConfig {
-            qeq_bytes: 0,
+            qeq_buffer_fraction: 0.0,
             ..CpConfig::default()
         }
         .validate()
@@ -128,7 +203,7 @@ mod tests {
         .validate()
         .is_err());
         assert!(CpConfig {
-            source_window_us: 0,
+            source_window_line_bytes: 0,
             ..CpConfig::default()
         }
         .validate()

@@ -13,16 +13,16 @@ use crate::error::{as_f64, check, ConfigError};
 /// ADV+1 traffic together on the 1 056-host reference Dragonfly at 40 Gb/s (sim/RESULTS.md §d:
 /// `combined` with fabricflow's two additions, increase step 40, byte limit 30 000, Fb age 20 µs;
 /// Gd 1/128 and Pmin 5 % as published). [`PolicyConfig::published`] gives the papers' constants
-/// (FOGSim / IEEE 802.1Qau) for reproducing them. Time and byte constants scale with the link
-/// rate: on slower links multiply `byte_limit_bytes`'s time and `fb_max_age_us` accordingly
-/// (mininet/agent-emulated.toml does it for 2.5–10 Mb/s links).
+/// (FOGSim / IEEE 802.1Qau) for reproducing them. Every time constant is in octets of line time
+/// and every byte constant in octets, so one file serves every link rate: a port's
+/// [`PortLink`](crate::link::PortLink) turns them into nanoseconds.
 ///
 /// Probabilities are in percent (0..=100), as in FOGSim's `portEnrouteMinProb`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
     /// Which published variant runs. Default `combined` (source processing + feedback
-    /// comparison): with `source_comparison` and `fb_max_age_us` it was the sweep's best; the
+    /// comparison): with `source_comparison` and Fb ageing it was the sweep's best; the
     /// published default is `base`.
     pub variant: Variant,
     /// How increases and decreases are applied. Default `aimd`, the published default.
@@ -62,20 +62,22 @@ pub struct PolicyConfig {
     /// th2: feedback comparison decreases P(p) when Fb(p) > Fb_avg + th2 (QntzFb units); nothing
     /// happens in between. Default 0. Must be ≥ 0 and ≥ th1.
     pub fbcomp_th2: f64,
-    /// Period of the idle-port increase timer, µs; absent = no timer (FOGSim has none). When set,
-    /// a port that has seen neither a CNM nor an increase for a whole period gets one increase
-    /// per elapsed period on the next `Tick`. Default: absent, because the byte counter already
-    /// recovers every port that carries traffic (transit included) and a port without traffic
-    /// has no flows to steer; set it (e.g. 15 000, the 802.1Qau RP timer) when idle ports must
-    /// recover before their traffic returns.
-    pub increase_timer_period_us: Option<u64>,
-    /// Fb ageing, µs (fabricflow's addition, not in the papers; 0 = the published rule;
-    /// default 20 µs, a few CNM intervals of a congested 40 Gb/s port; 0 turns it off):
-    /// with feedback comparison, a port's stored Fb older than this counts as 0 in Fb_avg. The
-    /// published rule keeps every stored Fb forever, so after uniform congestion ends every port
-    /// still holds a high Fb and a later adversarial pattern never rises above the average
-    /// (fabricflow-sim, sim/RESULTS.md): ageing lets ports that stopped receiving CNMs drop out.
-    pub fb_max_age_us: u64,
+    /// The idle-port increase timer, in octets of line time (absent = no timer, as in FOGSim):
+    /// a port that has seen neither a CNM nor an increase for as long as it needs to send this
+    /// many octets gets one increase per elapsed period on the next `Tick`. Default 200 000
+    /// (5 µs at 40 Gb/s, 160 ms at 10 Mb/s): it brings back P on ports whose traffic stopped,
+    /// which the byte counter cannot. Where the agent learns sent octets only every
+    /// `runtime.port_stats_period_us`, the period is at least twice that (a busy port's octets
+    /// may not have arrived yet).
+    pub increase_timer_line_bytes: Option<u64>,
+    /// Fb ageing, in octets of line time (fabricflow's addition, not in the papers; 0 = the
+    /// published rule): with feedback comparison, a port's stored Fb older than the time the port
+    /// needs to send this many octets counts as 0. Default 100 000 (20 µs at 40 Gb/s, a few CNM
+    /// intervals of a congested port; 80 ms at 10 Mb/s). The published rule keeps every stored
+    /// Fb forever, so after uniform congestion ends every port still holds a high Fb and a later
+    /// adversarial pattern never rises above the average (fabricflow-sim, sim/RESULTS.md):
+    /// ageing lets ports that stopped receiving CNMs drop out.
+    pub fb_max_age_line_bytes: u64,
     /// Source comparison (fabricflow's addition; default true, false = the published rule): with
     /// source processing *and* feedback comparison (`combined`), a self-generated CNM goes
     /// through the same comparison as a received one (increase, dead band or decrease by
@@ -87,7 +89,7 @@ pub struct PolicyConfig {
     /// `fabric-average`, the published rule). `candidates`: the congestion of p's own
     /// non-minimal candidates instead of the mean over all fabric ports — per candidate port the
     /// larger of the Fb this switch's congestion point last found there and the Fb last received
-    /// on it (both subject to `fb_max_age_us`), averaged over the candidates. Diverting only pays
+    /// on it (both subject to Fb ageing), averaged over the candidates. Diverting only pays
     /// when the candidates are less congested than the minimal path; the fabric average cannot
     /// tell that when a switch injects few flows (most ports hold Fb 0, so every CNM is "above
     /// average"), as on Mininet's Dragonfly(2,4,2) under uniform traffic (mininet/README.md).
@@ -111,7 +113,8 @@ impl Default for PolicyConfig {
             variant: Variant::Combined,
             increase_step_percent: 40.0,
             byte_limit_bytes: 30_000,
-            fb_max_age_us: 20,
+            fb_max_age_line_bytes: 100_000,
+            increase_timer_line_bytes: Some(200_000),
             source_comparison: true,
             ..PolicyConfig::published()
         }
@@ -134,8 +137,8 @@ impl PolicyConfig {
             p_min_percent: 5.0,
             fbcomp_th1: 0.0,
             fbcomp_th2: 0.0,
-            increase_timer_period_us: None,
-            fb_max_age_us: 0,
+            increase_timer_line_bytes: None,
+            fb_max_age_line_bytes: 0,
             source_comparison: false,
             fbcomp_reference: FbReference::FabricAverage,
         }
@@ -210,26 +213,15 @@ impl PolicyConfig {
                 "policy.fbcomp_th1 must not exceed policy.fbcomp_th2",
             ));
         }
-        if let Some(t) = self.increase_timer_period_us {
+        if let Some(t) = self.increase_timer_line_bytes {
             check(
                 t > 0,
-                "policy.increase_timer_period_us",
+                "policy.increase_timer_line_bytes",
                 as_f64(t),
                 "> 0 (omit the key to disable)",
             )?;
         }
         Ok(())
-    }
-
-    /// The Fb age limit in nanoseconds, if enabled (0 = off, the published rule).
-    pub fn fb_max_age_ns(&self) -> Option<u64> {
-        (self.fb_max_age_us > 0).then(|| self.fb_max_age_us.saturating_mul(1_000))
-    }
-
-    /// The increase timer's period in nanoseconds, if enabled.
-    pub fn increase_timer_period_ns(&self) -> Option<u64> {
-        self.increase_timer_period_us
-            .map(|us| us.saturating_mul(1_000))
     }
 }
 
@@ -245,14 +237,15 @@ mod tests {
         assert_eq!(p.variant, Variant::Combined);
         assert_eq!(p.update, UpdatePolicy::Aimd);
         assert!(p.source_comparison);
-        assert_eq!(p.fb_max_age_us, 20);
+        assert_eq!(p.fb_max_age_line_bytes, 100_000);
         let published = PolicyConfig::published();
         published.validate().unwrap();
         assert_eq!(published.variant, Variant::Base);
         assert_eq!(published.increase_step_percent, 1.0);
         assert_eq!(published.byte_limit_bytes, 150_000);
         assert!(!published.source_comparison);
-        assert_eq!(published.fb_max_age_us, 0);
+        assert_eq!(published.fb_max_age_line_bytes, 0);
+        assert_eq!(published.increase_timer_line_bytes, None);
     }
 
     #[test]
@@ -358,7 +351,7 @@ mod tests {
         .validate()
         .unwrap();
         assert!(PolicyConfig {
-            increase_timer_period_us: Some(0),
+            increase_timer_line_bytes: Some(0),
             ..d()
         }
         .validate()

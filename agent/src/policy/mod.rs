@@ -21,7 +21,7 @@
 //!   one plain decrease by its QntzFb to the switch's minimal port towards the culprit's
 //!   destination (never the comparison, and the stored Fb is untouched — as FOGSim's `QCNSWSELF`).
 //! - Two additions of fabricflow's, off by default so the defaults are the published rule:
-//!   `fb_max_age_us` (stored Fb older than the limit count as 0 in Fb_avg, so the comparison
+//!   Fb ageing (stored Fb older than the limit count as 0 in Fb_avg, so the comparison
 //!   recovers after uniform congestion ends) and `source_comparison` (in `combined`, a
 //!   self-generated CNM goes through the comparison instead of a plain decrease, unstored).
 //! - `fbcomp_reference = candidates` (fabricflow's addition, off by default): the comparison's
@@ -58,6 +58,7 @@ use update::Rates;
 use fabricflow_proto::cnm::MAX_QNTZ_FB;
 
 use crate::error::ConfigError;
+use crate::link::PortLinks;
 use crate::PortNo;
 
 #[derive(Debug, Clone)]
@@ -68,7 +69,7 @@ struct PortState {
     bytes: u64,
     /// Last QntzFb received on this port (feedback comparison), 0 if none.
     last_fb: u8,
-    /// When `last_fb` was stored (for `fb_max_age_us`).
+    /// When `last_fb` was stored (for Fb ageing).
     fb_at_ns: u64,
     /// Last QntzFb this switch's own CP found on this port (`CongestionObserved`), 0 if none.
     own_fb: u8,
@@ -78,6 +79,10 @@ struct PortState {
     candidates: Vec<usize>,
     /// Start of the current idle-timer period; `None` until the port's first event or tick.
     timer_base_ns: Option<u64>,
+    /// The port's Fb age limit, ns (`fb_max_age_line_bytes` at its line rate); `None` = off.
+    fb_max_age_ns: Option<u64>,
+    /// The port's idle-timer period, ns; `None` = no timer.
+    timer_period_ns: Option<u64>,
 }
 
 impl PortState {
@@ -92,6 +97,8 @@ impl PortState {
             own_fb_at_ns: 0,
             candidates: Vec::new(),
             timer_base_ns: None,
+            fb_max_age_ns: None,
+            timer_period_ns: None,
         }
     }
 }
@@ -101,7 +108,10 @@ impl PortState {
 pub struct Policy {
     cfg: PolicyConfig,
     rates: Rates,
-    timer_period_ns: Option<u64>,
+    /// Every port's link, which scales its time constants.
+    links: PortLinks,
+    /// The idle timer's least period, ns: twice the interval at which sent octets arrive.
+    timer_floor_ns: u64,
     /// Fabric ports, ascending; `state[i]` belongs to `ports[i]`.
     ports: Vec<PortNo>,
     state: Vec<PortState>,
@@ -123,15 +133,45 @@ impl Policy {
         ports.sort_unstable();
         ports.dedup();
         let state = ports.iter().map(|_| PortState::fresh()).collect();
-        Ok(Policy {
+        let mut policy = Policy {
             rates: Rates::new(&cfg),
-            timer_period_ns: cfg.increase_timer_period_ns(),
+            links: PortLinks::default(),
+            timer_floor_ns: 0,
             cfg,
             ports,
             state,
             fb_sum: 0,
             counters: Counters::default(),
-        })
+        };
+        policy.derive_times();
+        Ok(policy)
+    }
+
+    /// Sets the links the rate-relative constants are scaled by (also for ports added later),
+    /// and the interval at which sent octets arrive: the idle timer never fires sooner than
+    /// twice that.
+    pub fn set_links(&mut self, links: PortLinks, bytes_every_ns: u64) {
+        self.links = links;
+        self.timer_floor_ns = bytes_every_ns.saturating_mul(2);
+        self.derive_times();
+    }
+
+    /// The links the constants are scaled by.
+    pub fn links(&self) -> &PortLinks {
+        &self.links
+    }
+
+    /// Every port's Fb age and timer period from its link and the configuration.
+    fn derive_times(&mut self) {
+        for (&port, st) in self.ports.iter().zip(self.state.iter_mut()) {
+            let link = self.links.get(port);
+            st.fb_max_age_ns = (self.cfg.fb_max_age_line_bytes > 0)
+                .then(|| link.line_time_ns(self.cfg.fb_max_age_line_bytes));
+            st.timer_period_ns = self
+                .cfg
+                .increase_timer_line_bytes
+                .map(|b| link.line_time_ns(b).max(self.timer_floor_ns).max(1));
+        }
     }
 
     /// Replaces the constants at run time (DESIGN §6), keeping every P, byte counter and stored
@@ -139,8 +179,8 @@ impl Policy {
     pub fn set_config(&mut self, cfg: PolicyConfig) -> Result<Effects, ConfigError> {
         cfg.validate()?;
         self.rates = Rates::new(&cfg);
-        self.timer_period_ns = cfg.increase_timer_period_ns();
         self.cfg = cfg;
+        self.derive_times();
         let mut out = Effects::new();
         for (&port, st) in self.ports.iter().zip(self.state.iter_mut()) {
             let old = st.p;
@@ -179,6 +219,7 @@ impl Policy {
         for st in &mut self.state {
             st.candidates.clear();
         }
+        self.derive_times();
     }
 
     /// Sets, per minimal port, its non-minimal candidate ports (the decision point's other
@@ -403,15 +444,14 @@ impl Policy {
         if cands.is_empty() {
             return None;
         }
-        let max_age = self.cfg.fb_max_age_ns();
-        let fresh = |v: u8, at: u64| match max_age {
+        let fresh = |c: &PortState, v: u8, at: u64| match c.fb_max_age_ns {
             Some(age) if now_ns.saturating_sub(at) > age => 0,
             _ => u32::from(v),
         };
         let sum: u32 = cands
             .iter()
             .filter_map(|&c| self.state.get(c))
-            .map(|c| fresh(c.last_fb, c.fb_at_ns).max(fresh(c.own_fb, c.own_fb_at_ns)))
+            .map(|c| fresh(c, c.last_fb, c.fb_at_ns).max(fresh(c, c.own_fb, c.own_fb_at_ns)))
             .sum();
         #[allow(clippy::cast_precision_loss)] // a switch has far fewer than 2^52 ports
         let n = cands.len() as f64;
@@ -431,18 +471,21 @@ impl Policy {
         }
     }
 
-    /// Fb_avg at `now_ns`: with `fb_max_age_us`, stored Fb older than the limit count as 0.
+    /// Fb_avg at `now_ns`: with Fb ageing, a port's stored Fb older than its limit counts as 0.
     pub fn fb_avg_at(&self, now_ns: u64) -> f64 {
-        let Some(max_age) = self.cfg.fb_max_age_ns() else {
+        if self.cfg.fb_max_age_line_bytes == 0 {
             return self.fb_avg();
-        };
+        }
         if self.ports.is_empty() {
             return 0.0;
         }
         let fresh: u32 = self
             .state
             .iter()
-            .filter(|s| now_ns.saturating_sub(s.fb_at_ns) <= max_age)
+            .filter(|s| {
+                s.fb_max_age_ns
+                    .is_none_or(|age| now_ns.saturating_sub(s.fb_at_ns) <= age)
+            })
             .map(|s| u32::from(s.last_fb))
             .sum();
         #[allow(clippy::cast_precision_loss)] // a switch has far fewer than 2^52 ports
@@ -468,11 +511,14 @@ impl Policy {
     }
 
     fn on_tick(&mut self, now_ns: u64, out: &mut Effects) {
-        let Some(period) = self.timer_period_ns else {
+        if self.cfg.increase_timer_line_bytes.is_none() {
             return;
-        };
+        }
         for i in 0..self.state.len() {
             let Some(st) = self.state.get_mut(i) else {
+                continue;
+            };
+            let Some(period) = st.timer_period_ns else {
                 continue;
             };
             let base = *st.timer_base_ns.get_or_insert(now_ns);

@@ -2,6 +2,8 @@ use super::*;
 
 const GD: f64 = 1.0 / 128.0;
 const B: u64 = 150_000;
+/// Octets of line time per µs on the default 10 Gb/s link.
+const US_AT_10G: u64 = 1_250;
 
 fn policy(cfg: PolicyConfig, ports: &[PortNo]) -> Policy {
     Policy::new(cfg, ports.iter().copied()).unwrap()
@@ -340,7 +342,7 @@ fn combined_is_both_add_ons() {
 #[test]
 fn fb_ageing_drops_stale_ports_from_the_average() {
     let aged = PolicyConfig {
-        fb_max_age_us: 100,
+        fb_max_age_line_bytes: 100 * US_AT_10G,
         ..with(Variant::FeedbackComparison, UpdatePolicy::Aimd)
     };
     let published = with(Variant::FeedbackComparison, UpdatePolicy::Aimd);
@@ -421,7 +423,7 @@ fn candidate_reference_compares_with_the_candidates_congestion() {
     let cfg = PolicyConfig {
         fbcomp_reference: FbReference::Candidates,
         source_comparison: true,
-        fb_max_age_us: 100,
+        fb_max_age_line_bytes: 100 * US_AT_10G,
         ..with(Variant::Combined, UpdatePolicy::Aimd)
     };
     // Ports 1-3 local, 6 and 7 global; port 6's decision point diverts to 7 (and 7's to 6);
@@ -489,7 +491,7 @@ fn candidate_reference_compares_with_the_candidates_congestion() {
 #[test]
 fn idle_timer_increases_per_elapsed_period() {
     let cfg = PolicyConfig {
-        increase_timer_period_us: Some(1_000),
+        increase_timer_line_bytes: Some(1_000 * US_AT_10G),
         ..PolicyConfig::published()
     };
     let ms = 1_000_000;
@@ -621,10 +623,10 @@ mod props {
                     variant,
                     update,
                     p_min_percent: p_min,
-                    increase_timer_period_us: timer,
+                    increase_timer_line_bytes: timer.map(|t| t * US_AT_10G),
                     fbcomp_th1: th1.min(th2),
                     fbcomp_th2: th2,
-                    fb_max_age_us: age,
+                    fb_max_age_line_bytes: age * US_AT_10G,
                     source_comparison: srccmp,
                     fbcomp_reference: reference,
                     byte_limit_bytes: 10_000,
@@ -646,7 +648,7 @@ mod props {
             let p_min = cfg.p_min_percent;
             let mut pol = Policy::new(cfg, PORTS).unwrap();
             pol.set_candidates(PORTS.iter().map(|&p| (p, &PORTS[..])));
-            let wcfg = WeightsConfig { min_update_interval_us: interval_us, ..WeightsConfig::default() };
+            let wcfg = WeightsConfig { min_update_interval_line_bytes: interval_us * US_AT_10G, ..WeightsConfig::default() };
             let mut planner = WeightPlanner::new(wcfg).unwrap();
             for (k, &port) in PORTS.iter().enumerate() {
                 let dp = DecisionPoint { group_id: 1000 + port, minimal_port: port, n_nonminimal: (candidates + k) % 8 };
@@ -677,4 +679,85 @@ mod props {
             }
         }
     }
+}
+
+/// Time constants follow each port's own line rate: a 2.5 Mb/s port's idle timer and Fb age are
+/// 4 000 times a 10 Gb/s port's, and the timer never fires sooner than twice the byte-report
+/// period.
+#[test]
+fn time_constants_scale_with_each_ports_rate() {
+    use crate::link::{PortLink, PortLinks};
+    let cfg = PolicyConfig {
+        variant: Variant::FeedbackComparison,
+        increase_timer_line_bytes: Some(10_000),
+        fb_max_age_line_bytes: 10_000,
+        ..PolicyConfig::published()
+    };
+    let mut p = policy(cfg, &[1, 2]);
+    let fast = PortLink {
+        rate_bps: 10e9,
+        buffer_bytes: 1,
+    };
+    let slow = PortLink {
+        rate_bps: 2.5e6,
+        buffer_bytes: 1,
+    };
+    p.set_links(PortLinks::new(fast, vec![(2, slow)]), 0);
+    assert_eq!(p.links().get(2), slow);
+    // Both at P 50; a tick at t = 0 starts the timers.
+    for port in [1, 2] {
+        p.set_p_percent(port, 50.0);
+    }
+    p.handle(Event::Tick, 0);
+    let p1 = p.p_percent(1).unwrap();
+    let p2 = p.p_percent(2).unwrap();
+    // 10 000 octets: 8 µs at 10 Gb/s, 32 ms at 2.5 Mb/s.
+    let fx = p.handle(Event::Tick, 8_000);
+    assert!(fx
+        .changes()
+        .iter()
+        .any(|c| c.port == 1 && c.cause == Cause::TimerIncrease));
+    assert!(!fx.changes().iter().any(|c| c.port == 2));
+    assert!(p.p_percent(1).unwrap() > p1);
+    let fx = p.handle(Event::Tick, 31_999_999);
+    assert!(!fx.changes().iter().any(|c| c.port == 2));
+    let fx = p.handle(Event::Tick, 32_000_000);
+    assert!(fx
+        .changes()
+        .iter()
+        .any(|c| c.port == 2 && c.cause == Cause::TimerIncrease));
+    assert!(p.p_percent(2).unwrap() > p2);
+    // Fb ageing: port 1's stored Fb is stale after 8 µs, port 2's is still fresh at 31 ms.
+    p.handle(
+        Event::CnmReceived {
+            port: 1,
+            qntz_fb: 40,
+        },
+        40_000_000,
+    );
+    p.handle(
+        Event::CnmReceived {
+            port: 2,
+            qntz_fb: 20,
+        },
+        40_000_000,
+    );
+    assert_eq!(p.fb_avg_at(40_000_000 + 9_000), 10.0);
+    assert_eq!(p.fb_avg_at(40_000_000 + 31_000_000), 10.0);
+    assert_eq!(p.fb_avg_at(40_000_000 + 33_000_000), 0.0);
+    // A byte-report period of 100 ms holds the fast port's timer at 200 ms.
+    p.set_links(PortLinks::new(fast, vec![(2, slow)]), 100_000_000);
+    let t0 = 100_000_000_000;
+    p.set_p_percent(1, 50.0);
+    p.handle(
+        Event::CnmReceived {
+            port: 1,
+            qntz_fb: 0,
+        },
+        t0,
+    );
+    let fx = p.handle(Event::Tick, t0 + 199_999_999);
+    assert!(!fx.changes().iter().any(|c| c.port == 1));
+    let fx = p.handle(Event::Tick, t0 + 200_000_000);
+    assert!(fx.changes().iter().any(|c| c.port == 1));
 }

@@ -63,7 +63,7 @@ use crate::PortNo;
 const PACKET_OUTGOING: u8 = 4;
 
 /// A fabric port with its local interface.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CpPort {
     /// OpenFlow port.
     pub port: PortNo,
@@ -71,6 +71,8 @@ pub struct CpPort {
     pub ifname: String,
     /// Interface index.
     pub ifindex: u32,
+    /// Its link: Qeq and the source window follow it.
+    pub link: crate::link::PortLink,
 }
 
 /// A CNM built by the emulated CP, for the switch task to inject.
@@ -308,8 +310,8 @@ impl SwitchCp {
     ) -> anyhow::Result<(SwitchCp, CpHandle)> {
         let mut rng = rand::thread_rng();
         let mut cps = Vec::with_capacity(ports.len());
-        for _ in &ports {
-            cps.push(CongestionPoint::new(cfg.cp.clone(), rng.gen())?);
+        for p in &ports {
+            cps.push(CongestionPoint::new(cfg.cp.at(p.link), rng.gen())?);
         }
         let mut socks = Vec::with_capacity(ports.len());
         for (p, cp) in ports.iter().zip(&cps) {
@@ -331,7 +333,10 @@ impl SwitchCp {
         let e = &cfg.runtime.emulated_cp;
         let n = ports.len();
         let cp = SwitchCp {
-            censuses: vec![SourceCensus::new(cfg.cp.source_window_us); n],
+            censuses: ports
+                .iter()
+                .map(|p| SourceCensus::new(cfg.cp.source_window_us(p.link)))
+                .collect(),
             min_sources: cfg.cp.min_sources,
             q: vec![0; n],
             drops: vec![0; n],

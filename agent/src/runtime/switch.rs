@@ -17,8 +17,8 @@ use super::{now_ns, publish, Registry};
 use crate::config::{AgentConfig, SwitchConfig};
 use crate::session::{Session, SessionConfig};
 
-/// The session settings of `cfg.runtime`.
-pub fn session_config(cfg: &AgentConfig) -> SessionConfig {
+/// The session settings of `cfg.runtime` and `cfg.link` for switch `sw`.
+pub fn session_config(cfg: &AgentConfig, sw: &SwitchConfig) -> SessionConfig {
     let r = &cfg.runtime;
     SessionConfig {
         channel: ChannelConfig::default(),
@@ -31,6 +31,8 @@ pub fn session_config(cfg: &AgentConfig) -> SessionConfig {
         tick_period_ns: r.tick_period_us.saturating_mul(1_000),
         cnm_inject_in_port: r.emulated_cp.inject_in_port.unwrap_or(OFPP_CONTROLLER),
         plan: r.plan.clone(),
+        link: cfg.link.clone(),
+        stated_links: sw.ports.clone(),
     }
 }
 
@@ -84,7 +86,7 @@ pub async fn run_switch(
     let target_text = sw.target();
     let target = Target::parse(&target_text)?;
     let name = sw.name.clone();
-    let mut session = Session::new(session_config(&cfg), &cfg)?;
+    let mut session = Session::new(session_config(&cfg, &sw), &cfg)?;
     publish(&reg, &name, |v| v.target.clone_from(&target_text));
     let min = Duration::from_micros(cfg.runtime.reconnect_min_us);
     let max = Duration::from_micros(cfg.runtime.reconnect_max_us);
@@ -242,6 +244,7 @@ fn reconfigure_cp(
                     port: p,
                     ifname: info.name.clone(),
                     ifindex: idx,
+                    link: session.links().get(p),
                 }),
                 Err(_) => missing.push(info.name.clone()),
             },

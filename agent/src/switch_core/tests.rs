@@ -54,7 +54,7 @@ fn core(variant: crate::policy::Variant, interval_us: u64) -> SwitchCore {
     let mut policy = PolicyConfig::published();
     policy.variant = variant;
     let weights = WeightsConfig {
-        min_update_interval_us: interval_us,
+        min_update_interval_line_bytes: interval_us * 1_250,
         ..WeightsConfig::default()
     };
     SwitchCore::new(policy, weights).unwrap()

@@ -3,28 +3,34 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{check, ConfigError};
+use crate::link::PortLink;
 
 /// When a changed probability is written as new bucket weights (DESIGN §4: an OVS weight MODIFY
 /// rebuilds the dp_hash table and moves many flows, so writes must be few and meaningful).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WeightsConfig {
-    /// Minimum time between two writes of one group, µs. Default 10 000 (10 ms): at most 100
-    /// table rebuilds per second per group, yet each new split lives for several RTTs of a
-    /// data-centre fabric before the next one, and P's own dynamics (one increase per 120 µs of
-    /// traffic at 10 Gb/s) are far faster, so pending changes are coalesced.
-    pub min_update_interval_us: u64,
+    /// Minimum time between two writes of one group, in octets of line time of the group's
+    /// minimal port. Default 100 000 (20 µs at 40 Gb/s, 80 ms at 10 Mb/s): a new split lives
+    /// about as long as a congested path's queue takes to drain — the RTT TCP needs to settle
+    /// after a weight write re-hashes its flows (DESIGN §4) — and P's own faster dynamics are
+    /// coalesced meanwhile.
+    pub min_update_interval_line_bytes: u64,
+    /// A floor on that interval, µs, for switches whose group rewrites cost more than the link
+    /// rate suggests. Default 0.
+    pub min_update_interval_floor_us: u64,
     /// A write is considered only when some bucket weight moves by at least this many quanta
     /// (1/255 each). Default 1: any change OVS can represent.
     pub min_change_quanta: u16,
-    /// Per-group overrides of `min_update_interval_us`.
+    /// Per-group fixed intervals, overriding the two above.
     pub group_overrides: Vec<GroupOverride>,
 }
 
 impl Default for WeightsConfig {
     fn default() -> Self {
         WeightsConfig {
-            min_update_interval_us: 10_000,
+            min_update_interval_line_bytes: 100_000,
+            min_update_interval_floor_us: 0,
             min_change_quanta: 1,
             group_overrides: vec![],
         }
@@ -32,14 +38,14 @@ impl Default for WeightsConfig {
 }
 
 impl WeightsConfig {
-    /// The minimum update interval of `group_id`, in nanoseconds.
-    pub fn min_update_interval_ns(&self, group_id: u32) -> u64 {
-        let us = self
-            .group_overrides
-            .iter()
-            .find(|o| o.group_id == group_id)
-            .map_or(self.min_update_interval_us, |o| o.min_update_interval_us);
-        us.saturating_mul(1_000)
+    /// The minimum update interval of `group_id`, whose minimal port has `link`, in nanoseconds.
+    pub fn min_update_interval_ns(&self, group_id: u32, link: PortLink) -> u64 {
+        match self.group_overrides.iter().find(|o| o.group_id == group_id) {
+            Some(o) => o.min_update_interval_us.saturating_mul(1_000),
+            None => link
+                .line_time_ns(self.min_update_interval_line_bytes)
+                .max(self.min_update_interval_floor_us.saturating_mul(1_000)),
+        }
     }
 
     /// Checks every constant.
