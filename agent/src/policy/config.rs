@@ -85,14 +85,18 @@ pub struct PolicyConfig {
     /// self decrease bypasses the comparison, so `combined` loses uniform throughput like
     /// `source-processing` does.
     pub source_comparison: bool,
-    /// What feedback comparison compares Fb(p) with (fabricflow's addition; default
-    /// `fabric-average`, the published rule). `candidates`: the congestion of p's own
+    /// What feedback comparison compares Fb(p) with (fabricflow's addition; default `both`;
+    /// `fabric-average` is the published rule). `candidates`: the congestion of p's own
     /// non-minimal candidates instead of the mean over all fabric ports — per candidate port the
     /// larger of the Fb this switch's congestion point last found there and the Fb last received
     /// on it (both subject to Fb ageing), averaged over the candidates. Diverting only pays
     /// when the candidates are less congested than the minimal path; the fabric average cannot
     /// tell that when a switch injects few flows (most ports hold Fb 0, so every CNM is "above
-    /// average"), as on Mininet's Dragonfly(2,4,2) under uniform traffic (mininet/README.md).
+    /// average"), as on Mininet's Dragonfly(2,4,2) under uniform traffic (mininet/README.md);
+    /// the candidates alone cut too often where many flows keep them moderately congested
+    /// (simulated Dragonfly(3,6,3), uniform at 0.8: 0.84 of minimal). `both` takes the larger
+    /// reference, so p must be more congested than the switch's average *and* its candidates
+    /// (the same run: 0.98, ADV+1 unchanged; `sim/scripts/one-config.sh`).
     pub fbcomp_reference: FbReference,
 }
 
@@ -105,6 +109,9 @@ pub enum FbReference {
     FabricAverage,
     /// The mean congestion of p's non-minimal candidate ports.
     Candidates,
+    /// The larger of the two: p must be more congested than both the switch's average and its
+    /// own candidates before traffic moves off it.
+    Both,
 }
 
 impl Default for PolicyConfig {
@@ -116,6 +123,7 @@ impl Default for PolicyConfig {
             fb_max_age_line_bytes: 100_000,
             increase_timer_line_bytes: Some(200_000),
             source_comparison: true,
+            fbcomp_reference: FbReference::Both,
             ..PolicyConfig::published()
         }
     }

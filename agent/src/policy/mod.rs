@@ -424,13 +424,18 @@ impl Policy {
     /// What Fb(port `i`) is compared with at `now_ns`: Fb_avg, or with
     /// `fbcomp_reference = candidates` the mean congestion of the port's candidates.
     fn reference_at(&mut self, i: usize, now_ns: u64) -> f64 {
-        if self.cfg.fbcomp_reference == FbReference::Candidates {
-            if let Some(r) = self.candidate_congestion_at(i, now_ns) {
-                self.counters.candidate_comparisons += 1;
-                return r;
-            }
+        let avg = self.fb_avg_at(now_ns);
+        if self.cfg.fbcomp_reference == FbReference::FabricAverage {
+            return avg;
         }
-        self.fb_avg_at(now_ns)
+        let Some(c) = self.candidate_congestion_at(i, now_ns) else {
+            return avg;
+        };
+        self.counters.candidate_comparisons += 1;
+        match self.cfg.fbcomp_reference {
+            FbReference::Both => c.max(avg),
+            _ => c,
+        }
     }
 
     /// The mean over port `i`'s candidates of max(fresh received Fb, fresh own Fb); `None` when

@@ -616,7 +616,7 @@ mod props {
             0.0f64..10.0,
             0u64..5_000,
             any::<bool>(),
-            prop::sample::select(vec![FbReference::FabricAverage, FbReference::Candidates]),
+            prop::sample::select(vec![FbReference::FabricAverage, FbReference::Candidates, FbReference::Both]),
         )
             .prop_map(
                 |(variant, update, p_min, timer, th1, th2, age, srccmp, reference)| PolicyConfig {
@@ -760,4 +760,46 @@ fn time_constants_scale_with_each_ports_rate() {
     assert!(!fx.changes().iter().any(|c| c.port == 1));
     let fx = p.handle(Event::Tick, t0 + 200_000_000);
     assert!(fx.changes().iter().any(|c| c.port == 1));
+}
+
+/// `both`: Fb(p) is compared with the larger of the fabric average and p's candidates, so a
+/// port is cut only when it is more congested than both.
+#[test]
+fn both_reference_takes_the_larger_of_average_and_candidates() {
+    let cfg = PolicyConfig {
+        fbcomp_reference: FbReference::Both,
+        ..with(Variant::FeedbackComparison, UpdatePolicy::Aimd)
+    };
+    let mut pol = policy(cfg, &[1, 2, 3, 4]);
+    pol.set_candidates([(1, &[2][..])]);
+    // Port 2 (1's candidate) quiet, ports 3 and 4 heavily congested: the average (after 1's own
+    // 30 is stored) is (30 + 0 + 60 + 60) / 4 = 37.5 > candidates 0, so 30 is below it: increase.
+    pol.handle(cnm(3, 60), 0);
+    pol.handle(cnm(4, 60), 0);
+    let before = p(&pol, 1);
+    let fx = pol.handle(cnm(1, 30), 0);
+    assert_eq!(
+        fx.changes().first().map(|c| c.cause),
+        None,
+        "P already 100: an increase changes nothing"
+    );
+    assert_eq!(p(&pol, 1), before);
+    // Candidate congested (50), average lower: the candidate's 50 is the reference; 40 < 50.
+    let mut pol = policy(cfg_both(), &[1, 2, 3, 4]);
+    pol.set_candidates([(1, &[2][..])]);
+    pol.handle(Event::CongestionObserved { port: 2, qntz_fb: 50 }, 0);
+    pol.handle(cnm(1, 40), 0);
+    assert_eq!(p(&pol, 1), 100.0);
+    // Both low: a 40 on port 1 against max(avg 10, candidates 0) cuts by 30.
+    let mut pol = policy(cfg_both(), &[1, 2, 3, 4]);
+    pol.set_candidates([(1, &[2][..])]);
+    pol.handle(cnm(1, 40), 0);
+    assert_eq!(p(&pol, 1), 100.0 * (1.0 - GD * 30.0));
+}
+
+fn cfg_both() -> PolicyConfig {
+    PolicyConfig {
+        fbcomp_reference: FbReference::Both,
+        ..with(Variant::FeedbackComparison, UpdatePolicy::Aimd)
+    }
 }
