@@ -44,6 +44,10 @@ struct Cli {
     /// Do not run the matplotlib script.
     #[arg(long)]
     no_plot: bool,
+    /// Read every port's XmitWait and XmitData counters every CYCLES cycles of the measurement
+    /// window into OUT/port-stats.csv (one load only). Off: nothing is counted.
+    #[arg(long, value_name = "CYCLES", requires = "load")]
+    port_stats_interval: Option<u64>,
     /// Throughput-over-time window, cycles.
     #[arg(long, default_value_t = 200)]
     window: u64,
@@ -130,6 +134,7 @@ fn config(cli: &Cli) -> SimConfig {
         ugal_threshold: cli.ugal_threshold,
         cp_queue: cli.cp_queue,
         window_cycles: cli.window,
+        port_stats_interval: cli.port_stats_interval,
         ..SimConfig::default()
     };
     if let Some(x) = cli.qeq_bytes {
