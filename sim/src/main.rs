@@ -46,7 +46,7 @@ struct Cli {
     no_plot: bool,
     /// Read every port's XmitWait and XmitData counters every CYCLES cycles of the measurement
     /// window into OUT/port-stats.csv (one load only). Off: nothing is counted.
-    #[arg(long, value_name = "CYCLES", requires = "load")]
+    #[arg(long, value_name = "CYCLES")]
     port_stats_interval: Option<u64>,
     /// Throughput-over-time window, cycles.
     #[arg(long, default_value_t = 200)]
@@ -213,6 +213,9 @@ fn real_main() -> anyhow::Result<()> {
         }
         _ => bail!("give --load L or --sweep FROM:TO:STEP"),
     };
+    if cfg.port_stats_interval.is_some() && ls.len() != 1 {
+        bail!("--port-stats-interval needs one load (--load L): port-stats.csv has no load column");
+    }
     cfg.validate()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cli.threads.clamp(1, cores);
