@@ -222,6 +222,9 @@ pub struct SimConfig {
     pub weights: WeightsConfig,
     /// Width of the throughput-over-time windows, cycles.
     pub window_cycles: u64,
+    /// Read every port's XmitWait/XmitData counters every this many cycles of the measurement
+    /// window (`port-stats.csv`); `None` does not count at all.
+    pub port_stats_interval: Option<u64>,
 }
 
 impl Default for SimConfig {
@@ -257,6 +260,7 @@ impl Default for SimConfig {
             policy: PolicyConfig::default(),
             weights: WeightsConfig::default(),
             window_cycles: 200,
+            port_stats_interval: None,
         }
     }
 }
@@ -341,6 +345,9 @@ impl SimConfig {
         }
         if self.window_cycles == 0 {
             return bad("window must be ≥ 1 cycle");
+        }
+        if self.port_stats_interval == Some(0) {
+            return bad("the port-stats interval must be ≥ 1 cycle");
         }
         self.cp
             .validate()

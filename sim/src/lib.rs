@@ -6,6 +6,7 @@
 //!   cycle; 128-octet phits by default, so a 1 KB packet is 8 phits and a cycle is 25.6 ns at
 //!   40 Gb/s).
 //! - [`net`]: the engine (virtual cut-through IOQ switches, credits, VCs, CNMs as packets).
+//! - [`port_stats`]: per-port XmitWait/XmitData counters and `port-stats.csv`.
 //! - [`run`]: one load, parallel sweeps, CSV outputs, reaction time.
 //!
 //! Determinism: one ChaCha8 RNG per run seeded from `--seed`; no hash-map iteration anywhere; the
@@ -13,6 +14,7 @@
 
 pub mod config;
 pub mod net;
+pub mod port_stats;
 pub mod run;
 
 pub use config::{CpQueue, Pattern, Routing, SimConfig, SpecError, Traffic};

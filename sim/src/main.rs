@@ -45,6 +45,10 @@ struct Cli {
     /// Do not run the matplotlib script.
     #[arg(long)]
     no_plot: bool,
+    /// Read every port's XmitWait and XmitData counters every CYCLES cycles of the measurement
+    /// window into OUT/port-stats.csv (one load only). Off: nothing is counted.
+    #[arg(long, value_name = "CYCLES")]
+    port_stats_interval: Option<u64>,
     /// Throughput-over-time window, cycles.
     #[arg(long, default_value_t = 200)]
     window: u64,
@@ -142,6 +146,7 @@ fn config(cli: &Cli) -> anyhow::Result<SimConfig> {
         cp: agent.cp,
         policy: agent.policy,
         weights: agent.weights,
+        port_stats_interval: cli.port_stats_interval,
         ..SimConfig::default()
     };
     if cli.published_constants {
@@ -211,6 +216,9 @@ fn real_main() -> anyhow::Result<()> {
         }
         _ => bail!("give --load L or --sweep FROM:TO:STEP"),
     };
+    if cfg.port_stats_interval.is_some() && ls.len() != 1 {
+        bail!("--port-stats-interval needs one load (--load L): port-stats.csv has no load column");
+    }
     cfg.validate()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cli.threads.clamp(1, cores);

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use crate::config::{SimConfig, SpecError};
 use crate::net::Sim;
+use crate::port_stats::{self, PortSample};
 
 /// What one load produced.
 #[derive(Debug, Clone)]
@@ -28,6 +29,11 @@ pub struct LoadResult {
     pub cnm_delivered: u64,
     pub cnm_dropped: u64,
     pub cnm_to_self: u64,
+    /// Port counters read at the start of the measurement window and every
+    /// `cfg.port_stats_interval` cycles after it (and at its end); empty when off.
+    pub port_stats: Vec<PortSample>,
+    /// Switch names by index, for `port-stats.csv`.
+    pub switch_names: Vec<String>,
     /// Simulated cycles and the wall time they took (not written to the CSVs: not reproducible).
     pub cycles: u64,
     pub wall_secs: f64,
@@ -38,7 +44,25 @@ pub fn run_one(cfg: &SimConfig) -> Result<LoadResult, SpecError> {
     let started = Instant::now();
     let mut sim = Sim::new(cfg.clone())?;
     let cycles = cfg.warmup_cycles + cfg.measure_cycles;
-    sim.run(cycles);
+    let mut port_stats = Vec::new();
+    match cfg.port_stats_interval {
+        None => sim.run(cycles),
+        Some(interval) => {
+            sim.run(cfg.warmup_cycles);
+            let read = |sim: &Sim| PortSample {
+                cycle: sim.now(),
+                counters: sim.port_counters(),
+            };
+            port_stats.push(read(&sim));
+            while sim.now() < cycles {
+                sim.run(interval.min(cycles - sim.now()));
+                port_stats.push(read(&sim));
+            }
+        }
+    }
+    let switch_names = (0..sim.switches())
+        .map(|s| sim.switch_name(s).to_owned())
+        .collect();
     let wall_secs = started.elapsed().as_secs_f64();
     let hosts = sim.hosts().max(1) as f64;
     let measure = cfg.measure_cycles.max(1) as f64;
@@ -97,6 +121,8 @@ pub fn run_one(cfg: &SimConfig) -> Result<LoadResult, SpecError> {
         cnm_delivered: d,
         cnm_dropped: dr,
         cnm_to_self: me,
+        port_stats,
+        switch_names,
         cycles,
         wall_secs,
     })
@@ -220,7 +246,8 @@ pub fn final_level(r: &LoadResult, cfg: &SimConfig, t_switch: u64) -> f64 {
 
 /// The CSV files of a sweep: `results.csv` (one row per load), `group0.csv` (per switch of
 /// group 0), `timeseries.csv` (throughput and mean P per window) and, for a transient,
-/// `reaction.csv`. Byte-identical for the same seed and configuration.
+/// `reaction.csv`, and `port-stats.csv` when one load was simulated with port counters.
+/// Byte-identical for the same seed and configuration.
 pub fn write_csvs(dir: &Path, cfg: &SimConfig, results: &[LoadResult]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let ns = cfg.ns_per_cycle();
@@ -296,6 +323,17 @@ pub fn write_csvs(dir: &Path, cfg: &SimConfig, results: &[LoadResult]) -> std::i
             }
         }
         std::fs::write(dir.join("reaction.csv"), s)?;
+    }
+    if let [r] = results {
+        if !r.port_stats.is_empty() {
+            let file = std::fs::File::create(dir.join("port-stats.csv"))?;
+            port_stats::write_csv(std::io::BufWriter::new(file), &r.port_stats, |s| {
+                r.switch_names
+                    .get(s as usize)
+                    .cloned()
+                    .unwrap_or_else(|| s.to_string())
+            })?;
+        }
     }
     Ok(())
 }
