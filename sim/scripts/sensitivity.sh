@@ -24,9 +24,9 @@ VARIANTS=${VARIANTS:-"qcnsw-base|$P --routing qcnsw-base
 qcnsw-sp|$P --routing qcnsw-sp
 qcnsw-fc|$P --routing qcnsw-fc
 qcnsw-combined|$P --routing qcnsw-combined
-fc+age20|$P --routing qcnsw-fc --fb-max-age-us 20
-combined+age20|$P --routing qcnsw-combined --fb-max-age-us 20
-combined+sc+age20|$P --routing qcnsw-combined --source-comparison true --fb-max-age-us 20"}
+fc+age20|$P --routing qcnsw-fc --agent-set policy.fb_max_age_line_bytes=100000
+combined+age20|$P --routing qcnsw-combined --agent-set policy.fb_max_age_line_bytes=100000
+combined+sc+age20|$P --routing qcnsw-combined --source-comparison true --agent-set policy.fb_max_age_line_bytes=100000"}
 mkdir -p "$OUT"
 CSV="$OUT/sensitivity.csv"
 echo "variant,step,gd,byte_limit,qeq,sampling,uniform_accepted,adv1_accepted,score" > "$CSV"
@@ -38,8 +38,10 @@ echo "$VARIANTS" | while IFS='|' read -r name flags; do
     for qeq in $QEQS; do
      for sf in $SF; do
       samp=$((150000 * qeq / 26000 / sf))
+      # Qeq in octets as a fraction of a local port's 4 KB VC buffer (the CP's buffer).
+      frac=$(echo "$qeq / 4096" | bc -l)
       # shellcheck disable=SC2086 # $flags is a list of arguments
-      args="--topology $TOPO --warmup 10000 --measure 10000 --threads 1 --no-plot $flags --qcn-step $step --qcn-gd $gd --qcn-byte-limit $bl --qeq-bytes $qeq --cp-sampling-bytes $samp"
+      args="--topology $TOPO --warmup 10000 --measure 10000 --threads 1 --no-plot $flags --qcn-step $step --qcn-gd $gd --qcn-byte-limit $bl --agent-set cp.qeq_buffer_fraction=$frac --agent-set cp.sampling_base_bytes=$samp"
       nice -n 19 $BIN $args --traffic uniform --load "$U" --out "$OUT/run-u-$$" > /dev/null &
       nice -n 19 $BIN $args --traffic adv+1 --load "$A" --out "$OUT/run-a-$$" > /dev/null
       wait

@@ -616,7 +616,11 @@ mod props {
             0.0f64..10.0,
             0u64..5_000,
             any::<bool>(),
-            prop::sample::select(vec![FbReference::FabricAverage, FbReference::Candidates, FbReference::Both]),
+            prop::sample::select(vec![
+                FbReference::FabricAverage,
+                FbReference::Candidates,
+                FbReference::Both,
+            ]),
         )
             .prop_map(
                 |(variant, update, p_min, timer, th1, th2, age, srccmp, reference)| PolicyConfig {
@@ -787,7 +791,13 @@ fn both_reference_takes_the_larger_of_average_and_candidates() {
     // Candidate congested (50), average lower: the candidate's 50 is the reference; 40 < 50.
     let mut pol = policy(cfg_both(), &[1, 2, 3, 4]);
     pol.set_candidates([(1, &[2][..])]);
-    pol.handle(Event::CongestionObserved { port: 2, qntz_fb: 50 }, 0);
+    pol.handle(
+        Event::CongestionObserved {
+            port: 2,
+            qntz_fb: 50,
+        },
+        0,
+    );
     pol.handle(cnm(1, 40), 0);
     assert_eq!(p(&pol, 1), 100.0);
     // Both low: a 40 on port 1 against max(avg 10, candidates 0) cuts by 30.
