@@ -96,7 +96,7 @@ pub struct PolicyConfig {
     /// the candidates alone cut too often where many flows keep them moderately congested
     /// (simulated Dragonfly(3,6,3), uniform at 0.8: 0.84 of minimal). `both` takes the larger
     /// reference, so p must be more congested than the switch's average *and* its candidates
-    /// (the same run: 0.98, ADV+1 unchanged; `sim/scripts/one-config.sh`).
+    /// (the same run: 0.98 at Qeq ½, ADV+1 unchanged; `sim/scripts/one-config.sh`).
     pub fbcomp_reference: FbReference,
 }
 
