@@ -533,6 +533,10 @@ fn handle_event(
             }
             shared.update_switch_metrics();
         }
+        Event::BundlesRefused { reason } => {
+            warn!(dpid = %dstr, %reason,
+                  "switch refuses bundles: syncing by make-before-break steps of plain mods");
+        }
         Event::SyncFailed { reason } => {
             warn!(dpid = %dstr, %reason, "sync refused by the switch: will retry");
             shared.metrics.sync_failures.inc();
