@@ -4,7 +4,8 @@
 set -euo pipefail
 
 PKGS=(openvswitch-switch mininet etcd-server etcd-client protobuf-compiler iperf3 ethtool
-      iputils-ping tshark tcpdump iproute2 python3-matplotlib python3-pytest curl)
+      iputils-ping tshark tcpdump iproute2 python3-matplotlib python3-pytest curl
+      make)  # make: tikv-jemalloc-sys builds jemalloc, the controller's allocator
 
 missing=()
 for p in "${PKGS[@]}"; do

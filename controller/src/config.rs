@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::session::SessionConfig;
+use crate::session::{SessionConfig, SyncMethod};
 use fabricflow_proto::openflow::channel::ChannelConfig;
 
 /// Why a configuration could not be loaded.
@@ -157,6 +157,9 @@ fn default_lease_s() -> i64 {
 fn default_max_len() -> usize {
     65535
 }
+fn default_max_unidentified() -> usize {
+    1024
+}
 fn default_controller_id() -> String {
     let host = std::fs::read_to_string("/etc/hostname")
         .map(|s| s.trim().to_string())
@@ -207,6 +210,15 @@ pub struct Config {
     pub max_echo_requests_per_sec: u32,
     #[serde(default = "default_max_len")]
     pub max_message_len: usize,
+    /// Connections accepted but not yet identified by a FEATURES_REPLY (TLS and OpenFlow
+    /// handshakes in progress) held at once; more are closed at accept, so a connection storm
+    /// or a port scan costs bounded memory. Switches refused this way retry with their backoff.
+    #[serde(default = "default_max_unidentified")]
+    pub max_unidentified_peers: usize,
+    /// `auto`: one atomic bundle per sync, make-before-break steps of plain mods for a switch
+    /// that refuses bundles; `bundle`: bundles only; `ordered`: never bundles.
+    #[serde(default)]
+    pub sync_method: SyncMethod,
     #[serde(default = "default_lldp_ms")]
     pub lldp_interval_ms: u64,
     /// A link end that hears no LLDP for this many periods is failed.
@@ -290,6 +302,8 @@ impl Config {
             partial_message_timeout_ms: default_partial_ms(),
             max_echo_requests_per_sec: default_echo_rate(),
             max_message_len: default_max_len(),
+            max_unidentified_peers: default_max_unidentified(),
+            sync_method: SyncMethod::Auto,
             lldp_interval_ms: default_lldp_ms(),
             lldp_missing_periods: default_lldp_missing(),
             etcd_lease_ttl_s: default_lease_s(),
@@ -338,6 +352,12 @@ impl Config {
                 reason: "must be within 64..=65535".into(),
             });
         }
+        if self.max_unidentified_peers == 0 {
+            return Err(ConfigError::Invalid {
+                field: "max_unidentified_peers",
+                reason: "0 would refuse every switch".into(),
+            });
+        }
         if self.lldp_interval_ms == 0 || self.echo_interval_ms == 0 {
             return Err(ConfigError::Invalid {
                 field: "lldp_interval_ms",
@@ -372,6 +392,7 @@ impl Config {
             cookie: self.cookie,
             owned_groups: self.group_id_min..=self.group_id_max,
             lldp_interval: Duration::from_millis(self.lldp_interval_ms),
+            sync_method: self.sync_method,
             ..SessionConfig::default()
         }
     }
@@ -410,7 +431,32 @@ mod tests {
         );
         let c = Config::load(&y).unwrap();
         assert_eq!(c.log_format, LogFormat::Json);
+        let o = write("o.toml", "fabric = \"x\"\nsync_method = \"ordered\"\n");
+        assert_eq!(
+            Config::load(&o).unwrap().session().sync_method,
+            SyncMethod::Ordered
+        );
         assert_eq!(c.store_spec().unwrap(), StoreSpec::Memory);
+    }
+
+    #[test]
+    fn deploy_examples_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples");
+        let single = Config::load(&dir.join("controller-single.toml")).unwrap();
+        assert_eq!(single.max_unidentified_peers, 1024);
+        assert_eq!(single.sync_method, SyncMethod::Auto);
+        let ha = Config::load(&dir.join("controller-ha.yaml")).unwrap();
+        assert!(matches!(ha.store_spec().unwrap(), StoreSpec::Etcd(_)));
+        assert!(matches!(
+            Config::load(&write(
+                "i.toml",
+                "fabric = \"x\"\nmax_unidentified_peers = 0"
+            )),
+            Err(ConfigError::Invalid {
+                field: "max_unidentified_peers",
+                ..
+            })
+        ));
     }
 
     #[test]

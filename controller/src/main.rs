@@ -29,6 +29,12 @@ use fabricflow_controller::service::Controller;
 use fabricflow_controller::traffic::Pattern;
 use fabricflow_controller::{ofctl, Addressing, Fabric, Plan, PlanOptions, TopologySpec};
 
+/// jemalloc gives freed pages back to the kernel (decay set in `.cargo/config.toml`); glibc's
+/// per-thread arenas keep the peak of every connection storm, and a controller that survived a
+/// few storms held hundreds of megabytes it no longer used.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Plans and installs fabricflow's conditional routing rules on OpenFlow 1.3 switches.
 #[derive(Debug, Parser)]
 #[command(name = "fabricflow-controller", version, about)]

@@ -22,6 +22,8 @@ pub struct Metrics {
     pub syncs: Counter,
     pub sync_failures: Counter,
     pub connections_closed: Counter,
+    pub connections_refused: Counter,
+    pub unidentified_peers: Gauge,
     pub links_up: Gauge,
     pub links_down: Gauge,
     pub links_lldp_missing: Gauge,
@@ -47,6 +49,8 @@ impl Default for Metrics {
             syncs: Counter::default(),
             sync_failures: Counter::default(),
             connections_closed: Counter::default(),
+            connections_refused: Counter::default(),
+            unidentified_peers: Gauge::default(),
             links_up: Gauge::default(),
             links_down: Gauge::default(),
             links_lldp_missing: Gauge::default(),
@@ -111,6 +115,16 @@ impl Metrics {
             "connections_closed",
             "Switch connections closed (any reason)",
             m.connections_closed,
+        );
+        r.register(
+            "connections_refused",
+            "Connections closed at accept because max_unidentified_peers were held",
+            m.connections_refused,
+        );
+        r.register(
+            "unidentified_peers",
+            "Accepted connections not yet identified by a FEATURES_REPLY",
+            m.unidentified_peers,
         );
         r.register("links_up", "Fabric links in service", m.links_up);
         r.register("links_down", "Fabric links with a port down", m.links_down);

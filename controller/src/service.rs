@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
@@ -203,6 +203,30 @@ async fn housekeeping(shared: Arc<Shared>) {
     }
 }
 
+/// One accepted connection not yet identified by a FEATURES_REPLY: holds one of the
+/// `max_unidentified_peers` permits and counts in the `unidentified_peers` gauge until dropped.
+#[derive(Debug)]
+struct Unidentified {
+    _permit: OwnedSemaphorePermit,
+    shared: Arc<Shared>,
+}
+
+impl Unidentified {
+    fn new(permit: OwnedSemaphorePermit, shared: Arc<Shared>) -> Self {
+        shared.metrics.unidentified_peers.inc();
+        Unidentified {
+            _permit: permit,
+            shared,
+        }
+    }
+}
+
+impl Drop for Unidentified {
+    fn drop(&mut self) {
+        self.shared.metrics.unidentified_peers.dec();
+    }
+}
+
 async fn accept_loop(
     shared: Arc<Shared>,
     listener: TcpListener,
@@ -210,6 +234,8 @@ async fn accept_loop(
 ) {
     let mut conns = JoinSet::new();
     let mut next_id = 0u64;
+    let permits = Arc::new(Semaphore::new(shared.cfg.max_unidentified_peers));
+    let mut last_refusal_warning: Option<Instant> = None;
     loop {
         tokio::select! {
             r = listener.accept() => {
@@ -221,6 +247,19 @@ async fn accept_loop(
                         continue;
                     }
                 };
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    // Closing at once costs nothing; a real switch retries with its backoff.
+                    drop(stream);
+                    shared.metrics.connections_refused.inc();
+                    if last_refusal_warning.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                        last_refusal_warning = Some(Instant::now());
+                        warn!(%peer, max = shared.cfg.max_unidentified_peers,
+                              refused_total = shared.metrics.connections_refused.get(),
+                              "too many unidentified peers: refusing connections");
+                    }
+                    continue;
+                };
+                let unidentified = Unidentified::new(permit, shared.clone());
                 let _ = stream.set_nodelay(true);
                 next_id += 1;
                 let id = next_id;
@@ -228,9 +267,9 @@ async fn accept_loop(
                 let tls = tls.clone();
                 conns.spawn(async move {
                     match tls {
-                        None => run_connection(shared, stream, peer, id).await,
+                        None => run_connection(shared, stream, peer, id, unidentified).await,
                         Some(acc) => match acc.accept(stream).await {
-                            Ok(s) => run_connection(shared, s, peer, id).await,
+                            Ok(s) => run_connection(shared, s, peer, id, unidentified).await,
                             Err(e) => {
                                 warn!(%peer, error = %e, "TLS handshake failed: connection closed");
                                 shared.metrics.connections_closed.inc();
@@ -244,9 +283,51 @@ async fn accept_loop(
     }
 }
 
+/// A connection's read buffer: small while the peer sends little (handshakes, echoes, port
+/// status), so thousands of idle or unidentified peers cost little memory, and grown while
+/// reads fill it (flow and group dumps), so a large dump takes few reads.
+#[derive(Debug)]
+struct ReadBuf {
+    buf: Vec<u8>,
+}
+
+impl ReadBuf {
+    const MIN: usize = 4 * 1024;
+    const MAX: usize = 64 * 1024;
+
+    fn new() -> Self {
+        ReadBuf {
+            buf: vec![0; Self::MIN],
+        }
+    }
+
+    fn space(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+
+    /// Adapts the size to a read of `n` bytes: a full buffer grows 4×, a read that would have
+    /// fitted the smallest size returns to it (the large allocation is freed).
+    fn after_read(&mut self, n: usize) {
+        let len = self.buf.len();
+        if n >= len && len < Self::MAX {
+            self.buf = vec![0; (len * 4).min(Self::MAX)];
+        } else if n < Self::MIN && len > Self::MIN {
+            self.buf = vec![0; Self::MIN];
+        }
+    }
+}
+
+/// Output kept allocated between writes; a larger buffer is freed after its write.
+const OUT_KEEP_BYTES: usize = 16 * 1024;
+
 /// Accepts nothing but a TcpStream-like byte stream.
-async fn run_connection<S>(shared: Arc<Shared>, stream: S, peer: SocketAddr, conn_id: u64)
-where
+async fn run_connection<S>(
+    shared: Arc<Shared>,
+    stream: S,
+    peer: SocketAddr,
+    conn_id: u64,
+    unidentified: Unidentified,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
     let (mut rd, mut wr) = tokio::io::split(stream);
@@ -255,8 +336,9 @@ where
     let now = Instant::now();
     let role = role_for(*role_rx.borrow_and_update());
     let mut session = Session::new(shared.session_cfg.clone(), role, now);
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut out = BytesMut::with_capacity(64 * 1024);
+    let mut unidentified = Some(unidentified);
+    let mut buf = ReadBuf::new();
+    let mut out = BytesMut::new();
     let mut sent = (0u64, 0u64);
     let mut dpid: Option<u64> = None;
     debug!(%peer, "switch connected");
@@ -283,6 +365,9 @@ where
                 break;
             }
         }
+        if dpid.is_some() {
+            drop(unidentified.take());
+        }
         let c = session.counters();
         let (df, dg) = (c.flow_mods_sent - sent.0, c.group_mods_sent - sent.1);
         if df > 0 || dg > 0 {
@@ -297,12 +382,17 @@ where
             }
         }
         if !out.is_empty() {
-            if let Err(e) = wr.write_all(&out).await {
-                session.handle_io_error(e.to_string());
+            let r = wr.write_all(&out).await;
+            // A sync's bundle may have grown the buffer to megabytes: give that back.
+            if out.capacity() > OUT_KEEP_BYTES {
+                out = BytesMut::new();
+            } else {
                 out.clear();
+            }
+            if let Err(e) = r {
+                session.handle_io_error(e.to_string());
                 continue;
             }
-            out.clear();
         }
         if session.is_closed() {
             break;
@@ -312,9 +402,12 @@ where
             .map(tokio::time::Instant::from_std)
             .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
         tokio::select! {
-            r = rd.read(&mut buf) => match r {
+            r = rd.read(buf.space()) => match r {
                 Ok(0) => session.handle_eof(),
-                Ok(n) => session.handle_bytes(buf.get(..n).unwrap_or_default(), Instant::now()),
+                Ok(n) => {
+                    session.handle_bytes(buf.space().get(..n).unwrap_or_default(), Instant::now());
+                    buf.after_read(n);
+                }
                 Err(e) => session.handle_io_error(e.to_string()),
             },
             _ = tokio::time::sleep_until(deadline) => session.handle_timeout(Instant::now()),
@@ -440,6 +533,10 @@ fn handle_event(
             }
             shared.update_switch_metrics();
         }
+        Event::BundlesRefused { reason } => {
+            warn!(dpid = %dstr, %reason,
+                  "switch refuses bundles: syncing by make-before-break steps of plain mods");
+        }
         Event::SyncFailed { reason } => {
             warn!(dpid = %dstr, %reason, "sync refused by the switch: will retry");
             shared.metrics.sync_failures.inc();
@@ -510,4 +607,31 @@ pub fn unix_now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReadBuf;
+
+    #[test]
+    fn read_buffer_grows_while_full_and_shrinks_when_reads_are_small() {
+        let mut b = ReadBuf::new();
+        assert_eq!(b.space().len(), ReadBuf::MIN);
+        b.after_read(100);
+        assert_eq!(b.space().len(), ReadBuf::MIN);
+        b.after_read(ReadBuf::MIN);
+        assert_eq!(b.space().len(), 16 * 1024);
+        b.after_read(16 * 1024);
+        assert_eq!(b.space().len(), ReadBuf::MAX);
+        b.after_read(ReadBuf::MAX);
+        assert_eq!(b.space().len(), ReadBuf::MAX, "never above MAX");
+        b.after_read(ReadBuf::MIN);
+        assert_eq!(
+            b.space().len(),
+            ReadBuf::MAX,
+            "a read of MIN bytes keeps the size"
+        );
+        b.after_read(8);
+        assert_eq!(b.space().len(), ReadBuf::MIN);
+    }
 }

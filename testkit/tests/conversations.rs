@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use fabricflow_agent::config::AgentConfig;
-use fabricflow_controller::session::{Event, RoleWanted};
+use fabricflow_controller::session::{Event, RoleWanted, SyncMethod};
 use fabricflow_proto::cnm::{Cnm, Cpid};
 use fabricflow_proto::ethernet::EthernetFrame;
 use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc};
@@ -147,6 +147,7 @@ fn a_wiped_switch_is_restored_and_a_changed_plan_sent_as_a_diff() {
 #[test]
 fn a_refused_bundle_is_reported_retried_and_applied_once_accepted() {
     let mut f = InProcessFabric::new(TOPO).unwrap();
+    f.session_cfg.sync_method = SyncMethod::Bundle;
     let dpid = f.dpids()[0];
     f.switch_mut(dpid).unwrap().refuse.bundles = true;
     f.connect_controllers();
@@ -165,6 +166,58 @@ fn a_refused_bundle_is_reported_retried_and_applied_once_accepted() {
     f.switch_mut(dpid).unwrap().refuse.bundles = false;
     assert!(f.run_until(10 * S, 10 * MS, InProcessFabric::all_synced));
     assert!(holds_desired(&f, dpid));
+}
+
+#[test]
+fn a_switch_without_bundles_is_synced_by_ordered_steps_at_once() {
+    let mut f = InProcessFabric::new(TOPO).unwrap();
+    let dpid = f.dpids()[0];
+    f.switch_mut(dpid).unwrap().refuse.bundles = true;
+    f.connect_controllers();
+    // Well within the 2 s retry delay: the fallback does not wait for it.
+    assert!(f.run_until(S, MS, InProcessFabric::all_synced));
+    assert!(holds_desired(&f, dpid));
+    let c = f.switch(dpid).unwrap().counters();
+    assert_eq!(c.bundles_committed, 0);
+    assert!(c.flow_mods > 0 && c.group_mods > 0);
+    let events = |f: &InProcessFabric, pred: fn(&Event) -> bool| {
+        f.controller_events
+            .iter()
+            .filter(|(d, e)| *d == dpid && pred(e))
+            .count()
+    };
+    assert_eq!(events(&f, |e| matches!(e, Event::BundlesRefused { .. })), 1);
+    assert_eq!(events(&f, |e| matches!(e, Event::SyncFailed { .. })), 0);
+    // Switches with bundles still get bundles.
+    for other in f.dpids().into_iter().filter(|d| *d != dpid) {
+        assert_eq!(f.switch(other).unwrap().counters().bundles_committed, 1);
+    }
+
+    // A changed plan goes out as steps too, without trying a bundle again.
+    let mut d = (**f.desired(dpid).unwrap()).clone();
+    d.flows.pop();
+    let mods = f.switch(dpid).unwrap().counters().flow_mods;
+    f.set_desired(dpid, Some(d)).unwrap();
+    assert!(f.run_until(S, MS, InProcessFabric::all_synced));
+    assert!(holds_desired(&f, dpid));
+    assert_eq!(f.switch(dpid).unwrap().counters().flow_mods, mods + 1);
+    assert_eq!(events(&f, |e| matches!(e, Event::BundlesRefused { .. })), 1);
+}
+
+#[test]
+fn ordered_by_config_never_tries_a_bundle() {
+    let mut f = InProcessFabric::new(TOPO).unwrap();
+    f.session_cfg.sync_method = SyncMethod::Ordered;
+    f.connect_controllers();
+    assert!(f.run_until(S, MS, InProcessFabric::all_synced));
+    for dpid in f.dpids() {
+        assert!(holds_desired(&f, dpid));
+        assert_eq!(f.switch(dpid).unwrap().counters().bundles_committed, 0);
+    }
+    assert!(!f
+        .controller_events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::BundlesRefused { .. })));
 }
 
 #[test]

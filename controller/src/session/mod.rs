@@ -11,8 +11,10 @@
 //! 3. SET_ASYNC (PORT_STATUS, and packet-ins sent by an action: our LLDP rule), ROLE_REQUEST
 //!    (the role the shell asked for), PORT_DESC (initial link states).
 //! 4. Once the role allows writing (MASTER or EQUAL) and the switch is known: sync (dump flows
-//!    by cookie + groups, diff, one atomic ordered bundle, barrier). Any later change of the
-//!    desired state or role runs the same procedure.
+//!    by cookie + groups, diff, one atomic ordered bundle, barrier). A switch that refuses the
+//!    bundle experimenter (or [`SyncMethod::Ordered`]) gets the diff as make-before-break steps
+//!    of plain mods instead ([`crate::sync::ordered`]). Any later change of the desired state
+//!    or role runs the same procedure.
 //! 5. ECHO keepalive both ways; LLDP probes on every fabric port every `lldp_interval`.
 
 pub mod lldp;
@@ -28,10 +30,26 @@ use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc, MultipartReply
 use fabricflow_proto::openflow::packet::PacketOut;
 use fabricflow_proto::openflow::port::{config, state, Port, PortReason, OFPP_CONTROLLER};
 use fabricflow_proto::openflow::switch::{AsyncConfig, ControllerRole};
-use serde::Serialize;
+use fabricflow_proto::openflow::symmetric::{BadRequestCode, ErrorType};
+use serde::{Deserialize, Serialize};
 
 use crate::desired::{DesiredSwitch, Endpoint};
 use crate::sync::diff::{diff, flow_dump_request, OwnedGroups};
+use crate::sync::ordered::{ordered_steps, Change};
+
+/// How a sync applies its difference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncMethod {
+    /// One atomic bundle; make-before-break steps once the switch refuses the bundle
+    /// experimenter.
+    #[default]
+    Auto,
+    /// Always a bundle: a refusal is retried like any other.
+    Bundle,
+    /// Never a bundle: make-before-break steps of plain FLOW_MODs and GROUP_MODs.
+    Ordered,
+}
 
 pub use fabricflow_proto::openflow::channel::CloseReason;
 
@@ -50,6 +68,8 @@ pub struct SessionConfig {
     pub sync_timeout: Duration,
     /// Delay before retrying a sync the switch refused.
     pub sync_retry: Duration,
+    /// Bundle or make-before-break steps.
+    pub sync_method: SyncMethod,
 }
 
 impl Default for SessionConfig {
@@ -61,6 +81,7 @@ impl Default for SessionConfig {
             lldp_interval: Duration::from_secs(1),
             sync_timeout: Duration::from_secs(60),
             sync_retry: Duration::from_secs(2),
+            sync_method: SyncMethod::Auto,
         }
     }
 }
@@ -116,6 +137,11 @@ pub enum Event {
     SyncFailed {
         reason: String,
     },
+    /// The switch refused the bundle experimenter: this and later syncs of the connection use
+    /// make-before-break steps.
+    BundlesRefused {
+        reason: String,
+    },
     /// Port state at connect (PORT_DESC) or on change (PORT_STATUS): `up` = not down.
     PortState {
         port: u32,
@@ -144,9 +170,11 @@ enum Req {
     /// The dumps of sync `n`.
     DumpFlows(u64),
     DumpGroups(u64),
-    /// A bundle message of sync `n`.
+    /// The BUNDLE_CONTROL OPEN of sync `n` (its refusal tells whether bundles exist).
+    BundleOpen(u64),
+    /// A bundle message or plain mod of sync `n`.
     SyncMod(u64),
-    /// The barrier closing sync `n`.
+    /// The barrier closing sync `n` or one of its steps.
     SyncBarrier(u64),
 }
 
@@ -160,6 +188,10 @@ enum SyncState {
     },
     Applying {
         failed: Option<String>,
+        /// The bundle OPEN was refused as an unknown experimenter.
+        bundle_refused: bool,
+        /// Make-before-break steps not yet sent (each after the previous step's barrier).
+        steps: VecDeque<Vec<Change>>,
         flow_mods: usize,
         group_mods: usize,
         started: Instant,
@@ -187,6 +219,8 @@ pub struct Session {
     closed: bool,
     events: VecDeque<Event>,
     next_bundle_id: u32,
+    /// The switch refused the bundle experimenter on this connection.
+    bundles_refused: bool,
     dpid: Option<u64>,
     desired: Option<Arc<DesiredSwitch>>,
     desired_known: bool,
@@ -213,6 +247,7 @@ impl Session {
             closed: false,
             events: VecDeque::new(),
             next_bundle_id: 1,
+            bundles_refused: false,
             dpid: None,
             desired: None,
             desired_known: false,
@@ -395,7 +430,7 @@ impl Session {
                 ChannelEvent::Reply { tag, msg } => self.on_reply(tag, msg, now),
                 ChannelEvent::Refused { tag, xid, error } => {
                     let text = format!("{} (xid {xid:#x})", error.error);
-                    self.on_refused(tag, text, now);
+                    self.on_refused(tag, error.error, text, now);
                 }
                 ChannelEvent::Message(msg) => self.on_unsolicited(msg),
                 ChannelEvent::Closed(reason) => {
@@ -473,8 +508,29 @@ impl Session {
         }
     }
 
-    fn on_refused(&mut self, tag: Req, text: String, now: Instant) {
+    fn on_refused(&mut self, tag: Req, error: ErrorType, text: String, now: Instant) {
         match tag {
+            Req::BundleOpen(n) if n == self.sync_seq => {
+                // OpenFlow 1.3 §7.4.4: an unsupported experimenter (or experimenter type) is
+                // OFPBRC_BAD_EXPERIMENTER (or OFPBRC_BAD_EXP_TYPE); older switches say BAD_TYPE.
+                let unsupported = matches!(
+                    error,
+                    ErrorType::BadRequest(
+                        BadRequestCode::BadExperimenter
+                            | BadRequestCode::BadExpType
+                            | BadRequestCode::BadType
+                    )
+                );
+                if let SyncState::Applying {
+                    failed,
+                    bundle_refused,
+                    ..
+                } = &mut self.sync
+                {
+                    *bundle_refused |= unsupported && self.cfg.sync_method == SyncMethod::Auto;
+                    failed.get_or_insert(text);
+                }
+            }
             Req::Role(n) if n == self.role_seq => {
                 self.events.push_back(Event::RoleRefused { reason: text });
             }
@@ -614,31 +670,69 @@ impl Session {
             &self.cfg.owned_groups,
         );
         let n = self.sync_seq;
-        if !d.is_empty() {
+        let (flow_mods, group_mods) = (d.flow_mod_count(), d.group_mod_count());
+        let use_bundle = match self.cfg.sync_method {
+            SyncMethod::Auto => !self.bundles_refused,
+            SyncMethod::Bundle => true,
+            SyncMethod::Ordered => false,
+        };
+        let mut steps = VecDeque::new();
+        if use_bundle && !d.is_empty() {
             let bundle_id = self.next_bundle_id;
             self.next_bundle_id = self.next_bundle_id.wrapping_add(1);
             let count = u32::try_from(d.message_count()).unwrap_or(u32::MAX);
             let first = self.channel.reserve_xids(count);
             let (msgs, _) = d.bundle(bundle_id, first);
-            for m in msgs {
+            for (i, m) in msgs.into_iter().enumerate() {
                 self.count_mod(&m);
-                self.channel.command_with_xid(Req::SyncMod(n), m);
+                let tag = if i == 0 {
+                    Req::BundleOpen(n)
+                } else {
+                    Req::SyncMod(n)
+                };
+                self.channel.command_with_xid(tag, m);
             }
+        } else if !use_bundle {
+            steps = ordered_steps(&d).into();
+        }
+        self.sync = SyncState::Applying {
+            failed: None,
+            bundle_refused: false,
+            steps,
+            flow_mods,
+            group_mods,
+            started,
+        };
+        self.send_next_step();
+        let _ = now;
+    }
+
+    /// Sends the next make-before-break step, if any, and the barrier that closes it (or the
+    /// barrier that closes the sync's bundle).
+    fn send_next_step(&mut self) {
+        let n = self.sync_seq;
+        let step = match &mut self.sync {
+            SyncState::Applying { steps, .. } => steps.pop_front(),
+            _ => return,
+        };
+        for c in step.unwrap_or_default() {
+            let m = match c {
+                Change::Flow(f) => Message::flow_mod(0, f),
+                Change::Group(g) => Message::group_mod(0, g),
+            };
+            self.count_mod(&m);
+            self.channel
+                .command(Req::SyncMod(n), |x| Message { xid: x, ..m });
         }
         self.channel
             .request(Req::SyncBarrier(n), Message::barrier_request);
-        self.sync = SyncState::Applying {
-            failed: None,
-            flow_mods: d.flow_mod_count(),
-            group_mods: d.group_mod_count(),
-            started,
-        };
-        let _ = now;
     }
 
     fn on_sync_barrier(&mut self, now: Instant) {
         let SyncState::Applying {
             failed,
+            bundle_refused,
+            steps,
             flow_mods,
             group_mods,
             started,
@@ -646,9 +740,22 @@ impl Session {
         else {
             return;
         };
-        let failed = failed.take();
+        if failed.is_none() && !steps.is_empty() {
+            return self.send_next_step();
+        }
+        let (failed, bundle_refused) = (failed.take(), *bundle_refused);
         let (flow_mods, group_mods, started) = (*flow_mods, *group_mods, *started);
         self.sync = SyncState::Idle;
+        if bundle_refused {
+            // Nothing was applied (every part of the bundle was refused): sync again at once,
+            // without bundles.
+            self.bundles_refused = true;
+            self.dirty = true;
+            self.events.push_back(Event::BundlesRefused {
+                reason: failed.unwrap_or_default(),
+            });
+            return self.maybe_sync(now);
+        }
         if let Some(reason) = failed {
             return self.sync_failed(reason, now);
         }

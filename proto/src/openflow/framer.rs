@@ -34,6 +34,9 @@ impl FrameError {
     }
 }
 
+/// Capacity an empty buffer keeps between messages.
+const KEEP_CAPACITY: usize = 8 * 1024;
+
 /// Incremental OpenFlow framer. Pure: no I/O, no clocks.
 #[derive(Debug)]
 pub struct Framer {
@@ -96,6 +99,11 @@ impl Framer {
         }
         let msg = self.buf.split_to(len).freeze();
         self.offset += len as u64;
+        if self.buf.is_empty() && self.buf.capacity() > KEEP_CAPACITY {
+            // After a burst (a dump) the buffer would keep its peak size for the connection's
+            // life; an idle connection holds none.
+            self.buf = BytesMut::new();
+        }
         Ok(Some(msg))
     }
 
@@ -144,6 +152,21 @@ mod tests {
         assert_eq!(f.next_message().unwrap().unwrap(), b.freeze());
         assert_eq!(f.next_message(), Ok(None));
         assert_eq!(f.stream_offset(), 16 + 28);
+    }
+
+    #[test]
+    fn a_burst_does_not_keep_its_buffer() {
+        let big = Message::echo_request(1, vec![7; 60_000]).to_bytes();
+        let mut f = Framer::new(65535);
+        f.push(&big);
+        f.push(&big[..10]);
+        assert!(f.buf.capacity() > KEEP_CAPACITY);
+        assert!(f.next_message().unwrap().is_some());
+        assert!(f.buf.capacity() > KEEP_CAPACITY, "kept while bytes remain");
+        f.push(&big[10..]);
+        assert_eq!(f.next_message().unwrap().unwrap(), big.clone().freeze());
+        assert!(f.buf.capacity() <= KEEP_CAPACITY, "{}", f.buf.capacity());
+        assert_eq!(f.stream_offset(), 2 * big.len() as u64);
     }
 
     #[test]
