@@ -61,6 +61,10 @@ from fftopo import AGENT_BIN, CONTROLLER_BIN, INTF_RE, SWITCH_RE, Fabric, Fabric
 OFCTL = ["ovs-ofctl", "-O", "OpenFlow13"]
 STATE_DIR = Path(os.environ.get("FF_STATE_DIR", "/tmp/fabricflow-mininet"))
 
+# Backlog poll period of the port-stats sampler, µs: 20 readings per 100 ms interval
+# (mininet/README.md "Port stall telemetry" has its CPU cost).
+PORT_STATS_POLL_US = 5000
+
 # The agent's config template: runtime settings only; every constant is the agent's default.
 AGENT_TEMPLATE = Path(__file__).resolve().parent / "agent-emulated.toml"
 
@@ -506,6 +510,8 @@ class FabricNet:
         derived = {
             "policy.variant": self.agent_variant,
             "runtime.http_listen": f"127.0.0.1:{self.agent_http_port}",
+            # The harness's port-stats sampler reads every port already (start_port_stats).
+            "runtime.port_stall.enabled": False,
         }
         doc = fftoml.with_sets(doc, {
             **derived, **self.agent_settings,
@@ -565,6 +571,39 @@ class FabricNet:
             return None, None
         return (metric_sum(m, "fabricflow_agent_cnm_generated_total"),
                 metric_sum(m, "fabricflow_agent_group_mods_total"))
+
+    # ---- port-stall telemetry --------------------------------------------------------------
+    def start_port_stats(self, csv_path, interval_ms=100, poll_us=PORT_STATS_POLL_US):
+        """Starts `fabricflow-agent port-stats` on every switch port (roles and rates from the
+        fabric export) writing `csv_path`, the simulator's port-stats.csv columns."""
+        if not has_subcommand(AGENT_BIN, "port-stats"):
+            raise NotAvailable(f"{AGENT_BIN} has no `port-stats` subcommand (cargo build "
+                               f"--release -p fabricflow-agent)")
+        ports = self.tmp / "ports.json"
+        ports.write_text(json.dumps(fftopo.watched_ports(self.fabric, self.rates)))
+        self._port_stats = self.spawn(
+            [str(AGENT_BIN), "port-stats", "--ports", str(ports), "--out", str(csv_path),
+             "--interval-ms", str(interval_ms), "--poll-us", str(poll_us)], "port-stats.log")
+        return self._port_stats
+
+    def stop_port_stats(self):
+        """Stops the sampler (SIGTERM: it writes its summary and exits) and returns that
+        summary ({"ports", "polls", "reads", "errors"}), or None."""
+        p = getattr(self, "_port_stats", None)
+        if p is None:
+            return None
+        p.terminate()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        lines = (self.tmp / "port-stats.log").read_text().strip().splitlines()
+        try:
+            return json.loads(lines[-1]) if lines else None
+        except json.JSONDecodeError:
+            print(f"fflaunch: port-stats: {lines[-1]}")
+            return None
 
     # ---- processes -------------------------------------------------------------------------
     def spawn(self, argv, logname, env=None):

@@ -33,6 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 BIN_DIR = Path(os.environ.get("FABRICFLOW_BIN_DIR") or REPO / "target" / "release")
 CONTROLLER_BIN = BIN_DIR / "fabricflow-controller"
 AGENT_BIN = BIN_DIR / "fabricflow-agent"
+REPORT_BIN = BIN_DIR / "fabricflow-report"
 
 # Short-name patterns of everything this harness creates (used by cleanup to touch only ours).
 _SWITCH = r"(?:s\d+x\d+|t\d+x\d+(?:x\d+)?)"
@@ -204,6 +205,33 @@ def port_links(fabric, rates):
         add(link["a"], link["a_port"], bw_a)
         add(link["b"], link["b_port"], bw_b)
     return {k: sorted(v, key=lambda e: e["port"]) for k, v in out.items()}
+
+
+def port_role(link, side):
+    """The controller's PortRole name of a JSON link's `side` ("a" or "b") port: a Dragonfly's
+    and a file fabric's class on both ends; a fat-tree "up" link is up at its a end and down at
+    its b end (see link_bws)."""
+    cls = link["class"]
+    flip = {"up": "down", "down": "up"}
+    return flip[cls] if side == "b" and cls in flip else cls
+
+
+def watched_ports(fabric, rates):
+    """Every switch port as `fabricflow-agent port-stats --ports` reads it: the fabric's
+    switch name, port, role (the controller's PortRole names: host, local, global, up, down,
+    fabric), the switch-side interface and its egress rate."""
+    out = []
+
+    def add(sw, port, role, mbps):
+        out.append({"switch": sw, "port": port, "role": role,
+                    "interface": f"{fabric.sw_short[sw]}-eth{port}", "rate_mbps": float(mbps)})
+    for h in fabric.hosts:
+        add(h["switch"], h["port"], "host", rates.host)
+    for link in fabric.links:
+        bw_a, bw_b = link_bws(link, rates)
+        add(link["a"], link["a_port"], port_role(link, "a"), bw_a)
+        add(link["b"], link["b_port"], port_role(link, "b"), bw_b)
+    return sorted(out, key=lambda e: (e["switch"], e["port"]))
 
 
 class FabricTopo(Topo):

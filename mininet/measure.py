@@ -191,7 +191,9 @@ class CpuMeter:
         for p in fn.procs:
             name = os.path.basename(str(p.args[0])) if isinstance(p.args, list) else ""
             if name.startswith("fabricflow-") and p.poll() is None:
-                self.pids[name.removeprefix("fabricflow-")] = p.pid
+                # The port-stats sampler is the agent binary too: named for its subcommand.
+                sub = "port-stats" if "port-stats" in p.args else None
+                self.pids[sub or name.removeprefix("fabricflow-")] = p.pid
         self._start = self._read()
 
     def _cpu_s(self, pid):

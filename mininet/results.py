@@ -52,6 +52,9 @@ class RunResult:
     # it could not be computed (the run's figures stand without it).
     bound: dict | None = None
     ceiling_routing: str | None = None  # modes.Mode.ceiling(): the routing of this mode's paths
+    # run.port_report(): the port-stats CSV, its fabricflow-report directory, the sampler's
+    # summary and the most stalled ports.
+    port_stats: dict | None = None
 
     def stats(self):
         """Flow statistics and how they compare with the optimum (any routing, maximum
@@ -70,6 +73,7 @@ class RunResult:
                     wall_s=self.wall_s, errors=self.errors, timings=self.timings,
                     cnms_generated=self.cnms_generated, group_modifies=self.group_modifies,
                     ovs_send_error_lines=self.ovs_send_error_lines, cpu_percent=self.cpu_percent,
+                    port_stats=self.port_stats,
                     per_flow_mbps={k: round(v, 4) for k, v in self.per_flow_mbps.items()})
 
 

@@ -22,6 +22,7 @@ import argparse
 import csv
 import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,7 +35,7 @@ import plots  # noqa: E402
 import traffic  # noqa: E402
 from fflaunch import (FabricNet, NotAvailable, ovs_log_size, ovs_send_errors_since,  # noqa: E402
                       require_runtime)
-from fftopo import LinkRates  # noqa: E402
+from fftopo import REPO, REPORT_BIN, LinkRates  # noqa: E402
 from results import ModeResult, RunResult, Summary  # noqa: E402
 
 # Defaults chosen so links, not this 2-core CPU, are the bottleneck: see mininet/README.md.
@@ -89,10 +90,13 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
         group0 = [sw["name"] for sw in fn.fabric.switches if sw["group"] == 0]
         sampler = measure.SwitchSampler(fn)
         log_at = ovs_log_size()
+        ps_csv = outdir / f"{mode.name}-r{rep}-port-stats.csv"
+        fn.start_port_stats(ps_csv)
         cpu = measure.CpuMeter(fn)
         files = traffic.run_iperf(fn, flows, args.duration, fn.tmp / "iperf",
                                   streams=args.streams, on_tick=sampler.sample, cc=args.tcp_cc)
         cpu_percent = cpu.percent()
+        ps_sampler = fn.stop_port_stats()
         send_errors = ovs_send_errors_since(log_at)
         if send_errors:
             print(f"   warning: ovs-vswitchd logged {send_errors} 'error sending' lines: it dropped "
@@ -114,6 +118,7 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
             per_flow[label] = statistics.mean(vals) if vals else 0.0
         sw_rates = sampler.rates_mbps()
         p_series = sampler.p_series()
+    port_stats = port_report(ps_csv, outdir / f"{mode.name}-r{rep}-report", ps_sampler)
     csv_path = outdir / f"{mode.name}-r{rep}.csv"
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
@@ -148,7 +153,28 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
         group0_p_median={f"{sw}:{port}": round(statistics.median(v), 1)
                          for (sw, port), v in _p_window(p_series, args, group0).items()},
         csv=str(csv_path), p_csv=str(p_csv) if p_csv else None, settings=settings,
-        cpu_percent=cpu_percent, bound=bound, ceiling_routing=mode.ceiling())
+        cpu_percent=cpu_percent, bound=bound, ceiling_routing=mode.ceiling(),
+        port_stats=port_stats)
+
+
+def port_report(csv_path, report_dir, sampler, top=5):
+    """`fabricflow-report` on a run's port-stats.csv (every switch port's egress backlog time
+    at 100 ms: the seed study's method on live counters, mininet/README.md "Port stall
+    telemetry"), written to `report_dir`: what summary.json records of it, with the `top`
+    most stalled ports."""
+    out = {"csv": str(csv_path), "report": str(report_dir), "sampler": sampler, "top_ports": []}
+    if not REPORT_BIN.exists():
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "fabricflow-report"],
+                       cwd=REPO, check=False)
+    r = subprocess.run([str(REPORT_BIN), str(csv_path), "--out", str(report_dir),
+                        "--direction", "tx"], capture_output=True, text=True)
+    if r.returncode:
+        print(f"   warning: fabricflow-report failed: {r.stderr.strip()}", flush=True)
+        return out
+    with open(report_dir / "top-ports.csv", newline="") as f:
+        out["top_ports"] = [dict(row, fitf_mean=float(row["fitf_mean"]))
+                            for _, row in zip(range(top), csv.DictReader(f))]
+    return out
 
 
 def _p_window(p_series, args, switches):

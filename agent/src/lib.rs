@@ -19,7 +19,10 @@
 //! - [`error`]: [`ConfigError`], shared by every section's validation.
 //! - [`plan`]: decision points and fabric ports learned from the switch's groups and flows.
 //! - [`session`]: the sans-IO OpenFlow session with one switch (messages + time in, messages out).
-//! - [`qdisc`]: rtnetlink request/parser for an egress qdisc's backlog (the emulated CP's Q).
+//! - [`qdisc`]: rtnetlink request/parser for an egress qdisc's backlog (the emulated CP's Q)
+//!   and a dump of every root qdisc (the port-stall sampler's readings).
+//! - [`port_stats`]: per-port stall (egress backlog time — not XmitWait) and utilisation
+//!   counters, FITF intervals and the `port-stats.csv` row.
 //! - [`runtime`]: the I/O shell (tokio tasks, sockets, emulated CP thread, HTTP), the only module
 //!   that does I/O.
 
@@ -29,6 +32,7 @@ pub mod error;
 pub mod link;
 pub mod plan;
 pub mod policy;
+pub mod port_stats;
 pub mod qdisc;
 pub mod runtime;
 pub mod session;

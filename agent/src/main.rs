@@ -28,6 +28,30 @@ enum Command {
         #[arg(long)]
         http_listen: Option<String>,
     },
+    /// Samples the egress qdiscs of a list of switch ports into port-stats.csv (the simulator's
+    /// columns, fabricflow-report's input) until SIGINT/SIGTERM or --duration-s: `cycle` = ns
+    /// since the start, `xmit_wait_cycles` = ns with a backlog (backlog time, not InfiniBand
+    /// XmitWait), `xmit_data_phits` = ns of line time of the octets sent (octets without a
+    /// rate). Prints a JSON summary at the end.
+    PortStats {
+        /// JSON list of ports: `[{"switch": "s0x0", "port": 1, "role": "host", "interface":
+        /// "s0x0-eth1", "rate_mbps": 5.0}]`; roles are the controller's `PortRole` names.
+        #[arg(long)]
+        ports: PathBuf,
+        /// The CSV to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// Read interval (a row per port per read), ms.
+        #[arg(long, default_value_t = 100)]
+        interval_ms: u64,
+        /// Backlog poll period (one netlink dump of every qdisc), µs: the backlog time's
+        /// resolution.
+        #[arg(long, default_value_t = 2_000)]
+        poll_us: u64,
+        /// Stop after this many seconds.
+        #[arg(long)]
+        duration_s: Option<f64>,
+    },
     /// Parses and validates a TOML configuration, then prints it with every default filled in.
     CheckConfig {
         /// The configuration file (see deploy/agent.example.toml).
@@ -52,6 +76,19 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some(Command::PortStats {
+            ports,
+            out,
+            interval_ms,
+            poll_us,
+            duration_s,
+        }) => match port_stats(&ports, &out, interval_ms, poll_us, duration_s) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fabricflow-agent port-stats: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
         Some(Command::Run {
             config,
             switches,
@@ -62,6 +99,64 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+fn port_stats(
+    ports: &std::path::Path,
+    out: &std::path::Path,
+    interval_ms: u64,
+    poll_us: u64,
+    duration_s: Option<f64>,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+    let text = std::fs::read_to_string(ports).with_context(|| format!("{}", ports.display()))?;
+    let list: Vec<fabricflow_agent::runtime::port_stats::WatchedPort> =
+        serde_json::from_str(&text).with_context(|| format!("{}", ports.display()))?;
+    anyhow::ensure!(poll_us > 0, "--poll-us must be > 0");
+    anyhow::ensure!(
+        interval_ms.saturating_mul(1000) >= poll_us,
+        "--interval-ms must be at least --poll-us"
+    );
+    let file = std::fs::File::create(out).with_context(|| format!("{}", out.display()))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let theirs = stop.clone();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let summary = rt.block_on(async move {
+        let mut job = tokio::task::spawn_blocking(move || {
+            let mut w = std::io::BufWriter::new(file);
+            fabricflow_agent::runtime::port_stats::write_csv(
+                list,
+                &mut w,
+                Duration::from_micros(poll_us),
+                Duration::from_millis(interval_ms),
+                &theirs,
+            )
+        });
+        let until = async {
+            match duration_s {
+                Some(s) if s.is_finite() && s >= 0.0 => {
+                    tokio::time::sleep(Duration::from_secs_f64(s)).await;
+                }
+                _ => std::future::pending::<()>().await,
+            }
+        };
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = &mut job => return r?,
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            () = until => {}
+        }
+        stop.store(true, Ordering::Relaxed);
+        job.await?
+    })?;
+    println!("{}", serde_json::to_string(&summary)?);
+    Ok(())
 }
 
 fn run(config: Option<PathBuf>, switches: Vec<String>, http_listen: Option<String>) -> ExitCode {

@@ -9,6 +9,11 @@
 //! legacy `TCA_STATS` (`struct tc_stats`) when STATS2 is absent. The parser also accepts a dump
 //! (`NLM_F_DUMP`, several qdiscs and `NLMSG_DONE`) and picks the root qdisc of the interface.
 //!
+//! The port-stall sampler ([`crate::port_stats`]) reads every interface at once instead: one
+//! dump request ([`dump_qdiscs_request`]) whose replies [`parse_root_qdiscs`] turns into the
+//! root qdisc of each interface — one request per poll for the whole namespace, where a
+//! request per port would cost as many round trips as there are ports.
+//!
 //! Netlink headers are in host byte order.
 
 /// `RTM_NEWQDISC`.
@@ -32,6 +37,7 @@ const NLMSG_HDR_LEN: usize = 16;
 const TCMSG_LEN: usize = 20;
 const TCA_STATS: u16 = 3;
 const TCA_STATS2: u16 = 7;
+const TCA_STATS_BASIC: u16 = 1;
 const TCA_STATS_QUEUE: u16 = 3;
 /// Offsets of `qlen` and `backlog` in `struct tc_stats` (u64 bytes, then u32 packets, drops,
 /// overlimits, bps, pps, qlen, backlog).
@@ -56,6 +62,9 @@ pub struct QueueStats {
     pub qlen: u32,
     /// Packets dropped since the qdisc was created (wraps).
     pub drops: u32,
+    /// Octets the qdisc has sent (dequeued to the device) since it was created
+    /// (`gnet_stats_basic.bytes`; the legacy `tc_stats.bytes`).
+    pub bytes: u64,
 }
 
 /// Why a netlink reply could not be used.
@@ -87,6 +96,81 @@ pub fn get_root_qdisc_request(ifindex: u32, seq: u32) -> Vec<u8> {
     out.extend_from_slice(&TC_H_ROOT.to_ne_bytes());
     out.extend_from_slice(&0u32.to_ne_bytes()); // info
     out
+}
+
+/// The request for every qdisc of the namespace (a dump), with sequence number `seq`.
+pub fn dump_qdiscs_request(seq: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(NLMSG_HDR_LEN + TCMSG_LEN);
+    let len = u32::try_from(NLMSG_HDR_LEN + TCMSG_LEN).unwrap_or(u32::MAX);
+    out.extend_from_slice(&len.to_ne_bytes());
+    out.extend_from_slice(&RTM_GETQDISC.to_ne_bytes());
+    out.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
+    out.extend_from_slice(&seq.to_ne_bytes());
+    out.extend_from_slice(&0u32.to_ne_bytes());
+    out.extend_from_slice(&[0; TCMSG_LEN]); // any family, interface, handle, parent
+    out
+}
+
+/// Parses one datagram of a dump: appends the statistics of every root qdisc in it to `out`.
+/// `Ok(true)` once `NLMSG_DONE` is seen (the dump is complete).
+pub fn parse_root_qdiscs(buf: &[u8], out: &mut Vec<QueueStats>) -> Result<bool, QdiscError> {
+    let mut done = false;
+    for_each_message(buf, |off, ty, body| {
+        match ty {
+            NLMSG_ERROR => {
+                let code = u32_at(body, 0).ok_or(QdiscError::Malformed(off))?;
+                let code = i32::from_ne_bytes(code.to_ne_bytes());
+                if code != 0 {
+                    return Err(QdiscError::Netlink(code));
+                }
+            }
+            NLMSG_DONE => {
+                done = true;
+                return Ok(false);
+            }
+            RTM_NEWQDISC => {
+                if let Some(s) = parse_qdisc(body).ok_or(QdiscError::Malformed(off))? {
+                    if s.parent == TC_H_ROOT {
+                        out.push(s);
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(true)
+    })?;
+    Ok(done)
+}
+
+/// Calls `f(offset, type, body)` for each netlink message of `buf` while it returns `Ok(true)`.
+fn for_each_message(
+    buf: &[u8],
+    mut f: impl FnMut(usize, u16, &[u8]) -> Result<bool, QdiscError>,
+) -> Result<(), QdiscError> {
+    let mut off = 0usize;
+    while off < buf.len() {
+        let len = u32_at(buf, off).ok_or(QdiscError::Malformed(off))?;
+        let len = usize::try_from(len).map_err(|_| QdiscError::Malformed(off))?;
+        let ty = u16_at(buf, off + 4).ok_or(QdiscError::Malformed(off))?;
+        let end = off.checked_add(len).ok_or(QdiscError::Malformed(off))?;
+        if len < NLMSG_HDR_LEN || end > buf.len() {
+            return Err(QdiscError::Malformed(off));
+        }
+        let body = buf
+            .get(off + NLMSG_HDR_LEN..end)
+            .ok_or(QdiscError::Malformed(off))?;
+        if !f(off, ty, body)? {
+            return Ok(());
+        }
+        off = align4(end);
+    }
+    Ok(())
+}
+
+fn u64_at(b: &[u8], off: usize) -> Option<u64> {
+    let s = b.get(off..off.checked_add(8)?)?;
+    let a: [u8; 8] = s.try_into().ok()?;
+    Some(u64::from_ne_bytes(a))
 }
 
 fn u16_at(b: &[u8], off: usize) -> Option<u16> {
@@ -123,18 +207,8 @@ fn attrs(b: &[u8]) -> impl Iterator<Item = (u16, &[u8])> + '_ {
 /// `ifindex`. `Ok(None)` when the buffer holds only other qdiscs and no `NLMSG_DONE` yet (a
 /// dump continues in the next datagram).
 pub fn parse_root_backlog(buf: &[u8], ifindex: u32) -> Result<Option<QueueStats>, QdiscError> {
-    let mut off = 0usize;
-    while off < buf.len() {
-        let len = u32_at(buf, off).ok_or(QdiscError::Malformed(off))?;
-        let len = usize::try_from(len).map_err(|_| QdiscError::Malformed(off))?;
-        let ty = u16_at(buf, off + 4).ok_or(QdiscError::Malformed(off))?;
-        let end = off.checked_add(len).ok_or(QdiscError::Malformed(off))?;
-        if len < NLMSG_HDR_LEN || end > buf.len() {
-            return Err(QdiscError::Malformed(off));
-        }
-        let body = buf
-            .get(off + NLMSG_HDR_LEN..end)
-            .ok_or(QdiscError::Malformed(off))?;
+    let mut found = None;
+    for_each_message(buf, |off, ty, body| {
         match ty {
             NLMSG_ERROR => {
                 let code = u32_at(body, 0).ok_or(QdiscError::Malformed(off))?;
@@ -147,15 +221,16 @@ pub fn parse_root_backlog(buf: &[u8], ifindex: u32) -> Result<Option<QueueStats>
             RTM_NEWQDISC => {
                 if let Some(s) = parse_qdisc(body).ok_or(QdiscError::Malformed(off))? {
                     if s.ifindex == ifindex && s.parent == TC_H_ROOT {
-                        return Ok(Some(s));
+                        found = Some(s);
+                        return Ok(false);
                     }
                 }
             }
             _ => {}
         }
-        off = align4(end);
-    }
-    Ok(None)
+        Ok(true)
+    })?;
+    Ok(found)
 }
 
 /// One `RTM_NEWQDISC` body; `Some(None)` when it has no statistics, `None` when malformed.
@@ -165,10 +240,14 @@ fn parse_qdisc(body: &[u8]) -> Option<Option<QueueStats>> {
     let parent = u32_at(body, 12)?;
     let mut from_stats2 = None;
     let mut from_stats = None;
+    let mut basic_bytes = None;
     for (ty, payload) in attrs(body.get(TCMSG_LEN..)?) {
         match ty {
             TCA_STATS2 => {
                 for (ty2, p2) in attrs(payload) {
+                    if ty2 == TCA_STATS_BASIC {
+                        basic_bytes = Some(u64_at(p2, 0)?);
+                    }
                     if ty2 == TCA_STATS_QUEUE {
                         from_stats2 = Some((
                             u32_at(p2, 4)?,
@@ -183,21 +262,24 @@ fn parse_qdisc(body: &[u8]) -> Option<Option<QueueStats>> {
                     u32_at(payload, TC_STATS_BACKLOG_OFFSET)?,
                     u32_at(payload, TC_STATS_QLEN_OFFSET)?,
                     u32_at(payload, TC_STATS_DROPS_OFFSET)?,
+                    u64_at(payload, 0)?,
                 ));
             }
             _ => {}
         }
     }
+    let from_stats2 = from_stats2.map(|(b, q, d)| (b, q, d, basic_bytes.unwrap_or(0)));
     Some(
         from_stats2
             .or(from_stats)
-            .map(|(backlog_bytes, qlen, drops)| QueueStats {
+            .map(|(backlog_bytes, qlen, drops, bytes)| QueueStats {
                 ifindex,
                 handle,
                 parent,
                 backlog_bytes,
                 qlen,
                 drops,
+                bytes,
             }),
     )
 }
@@ -222,6 +304,8 @@ mod tests {
         assert_eq!(s.qlen, 14);
         assert_eq!(s.handle, 0x0001_0000);
         assert_eq!(s.parent, TC_H_ROOT);
+        // gnet_stats_basic: 1 180 octets sent (3 packets) before the 15 frames queued.
+        assert_eq!(s.bytes, 1_180);
         // Another interface: not in this reply.
         assert_eq!(parse_root_backlog(&buf, 7).unwrap(), None);
     }
@@ -283,6 +367,34 @@ mod tests {
             let _ = parse_root_backlog(&buf[..n], 290);
         }
         assert!(parse_root_backlog(&buf[..10], 290).is_err());
+    }
+
+    #[test]
+    fn a_dump_yields_every_root_qdisc_until_done() {
+        let mut buf = hex::decode(TBF_LOADED).unwrap();
+        buf.extend(hex::decode(TBF_IDLE).unwrap());
+        let mut out = Vec::new();
+        // No NLMSG_DONE yet: the dump continues in the next datagram.
+        assert_eq!(parse_root_qdiscs(&buf, &mut out), Ok(false));
+        assert_eq!(
+            out.iter()
+                .map(|s| (s.ifindex, s.backlog_bytes))
+                .collect::<Vec<_>>(),
+            vec![(290, 14_000), (288, 0)]
+        );
+        let mut done = Vec::new();
+        done.extend_from_slice(&20u32.to_ne_bytes());
+        done.extend_from_slice(&NLMSG_DONE.to_ne_bytes());
+        done.extend_from_slice(&[0; 14]);
+        assert_eq!(parse_root_qdiscs(&done, &mut out), Ok(true));
+        assert_eq!(out.len(), 2);
+        for n in 0..buf.len() {
+            let _ = parse_root_qdiscs(&buf[..n], &mut Vec::new());
+        }
+        assert_eq!(
+            hex::encode(dump_qdiscs_request(7)),
+            "240000002600010307000000000000000000000000000000000000000000000000000000"
+        );
     }
 
     #[test]

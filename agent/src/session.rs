@@ -273,6 +273,9 @@ pub struct SessionStatus {
     pub fb_avg: f64,
     /// Counters.
     pub counters: SessionCounters,
+    /// Per port, transmit totals and rate from OFPMP_PORT_STATS, Δt from the switch's own
+    /// `duration` fields (crate::port_stats).
+    pub port_rates: BTreeMap<PortNo, crate::port_stats::OfPortRate>,
 }
 
 /// One fabric port in a [`SessionStatus`].
@@ -311,6 +314,8 @@ pub struct Session {
     round: Option<Round>,
     round_seq: u64,
     tx_bytes: HashMap<PortNo, u64>,
+    /// Transmit totals and rates per port (telemetry; kept across reconnects).
+    port_rates: BTreeMap<PortNo, crate::port_stats::OfPortRate>,
     /// Last bucket-0 byte count read per decision point.
     bucket_bytes: HashMap<u32, u64>,
     /// Decision points whose counters a MODIFY zeroed after the last read.
@@ -338,6 +343,7 @@ impl Session {
             round: None,
             round_seq: 0,
             tx_bytes: HashMap::new(),
+            port_rates: BTreeMap::new(),
             bucket_bytes: HashMap::new(),
             bucket_zeroed: BTreeSet::new(),
             ports: BTreeMap::new(),
@@ -717,6 +723,12 @@ impl Session {
         self.counters.port_stats_replies += 1;
         for s in stats {
             let prev = self.tx_bytes.insert(s.port_no, s.tx_bytes);
+            self.port_rates.entry(s.port_no).or_default().observe(
+                s.duration_sec,
+                s.duration_nsec,
+                s.tx_bytes,
+                s.tx_dropped,
+            );
             let fabric = self
                 .core
                 .plan()
@@ -927,6 +939,7 @@ impl Session {
                 .collect(),
             fb_avg: self.policy().fb_avg(),
             counters: self.counters(),
+            port_rates: self.port_rates.clone(),
         }
     }
 }

@@ -417,6 +417,140 @@ fn emulated_cp_reads_the_backlog_and_generates_cnms_under_load() {
     assert!(v.session.counters.cnm_generated > 0, "no CNM generated");
 }
 
+/// GET `/metrics` from the agent's HTTP server; the samples as (name{labels}, value).
+fn scrape(addr: std::net::SocketAddr) -> Vec<(String, f64)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (_, body) = text.split_once("\r\n\r\n").unwrap();
+    body.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .map(|(k, v)| (k.to_owned(), v.parse().unwrap()))
+        .collect()
+}
+
+/// The value of the sample whose name and labels start with `prefix` (0 if absent).
+fn sample(metrics: &[(String, f64)], prefix: &str) -> f64 {
+    metrics
+        .iter()
+        .find(|(k, _)| k.starts_with(prefix))
+        .map_or(0.0, |(_, v)| *v)
+}
+
+#[test]
+fn port_stall_families_are_scraped_and_move_under_load() {
+    if skip() {
+        return;
+    }
+    let br = PlanBridge::create("st", true);
+    let (v, _) = br.veth().unwrap();
+    // Port 3 behind a 1 Mb/s token bucket: frames sent faster queue there.
+    sh(
+        "tc",
+        &[
+            "qdisc", "add", "dev", &v, "root", "handle", "1:", "tbf", "rate", "1mbit", "burst",
+            "1600", "limit", "100000",
+        ],
+    );
+    let mut cfg = test_config();
+    cfg.runtime.port_stall.poll_period_us = 2_000;
+    cfg.runtime.port_stall.interval_us = 50_000;
+    let agent = Agent::start(&br.name, &br.mgmt(), cfg);
+    // The agent's own HTTP server on the agent's registry.
+    let (listener, addr) = agent.rt.block_on(async {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let a = l.local_addr().unwrap();
+        (l, a)
+    });
+    let (_http_stop, http_rx) = tokio::sync::watch::channel(false);
+    agent.rt.spawn(fabricflow_agent::runtime::http::serve(
+        listener,
+        agent.reg.clone(),
+        http_rx,
+    ));
+    let n = &br.name;
+    let fabric3 = format!("{{switch=\"{n}\",port=\"3\",role=\"fabric\",direction=\"tx\"}}");
+    wait_for(
+        "port-stall series for port 3 (fabric) and 1 (host)",
+        10,
+        || {
+            let m = scrape(addr);
+            let host1 = format!("{{switch=\"{n}\",port=\"1\",role=\"host\",direction=\"tx\"}}");
+            (m.iter().any(|(k, _)| k.ends_with(&fabric3))
+                && m.iter().any(|(k, _)| k.ends_with(&host1)))
+            .then_some(())
+        },
+    );
+    let before = scrape(addr);
+    let stall = |m: &[(String, f64)]| {
+        sample(
+            m,
+            &format!("fabricflow_agent_port_stall_seconds_total{fabric3}"),
+        )
+    };
+    assert_eq!(stall(&before), 0.0, "an idle port has no backlog time");
+    let mut conn = open(&br.mgmt());
+    let mut frame = sampled();
+    frame.resize(1000, 0x45);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut after = before.clone();
+    // 20 kB per round at 1 Mb/s is 160 ms of line time: the bucket queues.
+    while Instant::now() < deadline {
+        for _ in 0..20 {
+            packet_out(&mut conn, 0xffff_fffd, &frame, 3);
+        }
+        after = scrape(addr);
+        let rate = sample(
+            &after,
+            &format!("fabricflow_agent_port_tx_bits_per_second{{switch=\"{n}\",port=\"3\"}}"),
+        );
+        let nonzero = sample(
+            &after,
+            &format!("fabricflow_agent_port_stall_intervals_total{fabric3}"),
+        );
+        if stall(&after) > 0.0 && nonzero > 0.0 && rate > 0.0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!(
+        "{:?}",
+        after
+            .iter()
+            .filter(|(k, _)| k.contains("_port_") && k.contains("port=\"3\""))
+            .collect::<Vec<_>>()
+    );
+    assert!(stall(&after) > 0.0, "backlog time did not move");
+    let get = |name: &str| sample(&after, &format!("{name}{fabric3}"));
+    assert!(get("fabricflow_agent_port_stall_intervals_total") > 0.0);
+    assert!(
+        get("fabricflow_agent_port_intervals_total")
+            >= get("fabricflow_agent_port_stall_intervals_total")
+    );
+    assert!(get("fabricflow_agent_port_qdisc_tx_bytes_total") > 0.0);
+    assert!(get("fabricflow_agent_port_fitf_count") > 0.0);
+    // A FITF is at most 1: every interval is in the `le="1.0"` bucket.
+    let le1 = after
+        .iter()
+        .find(|(k, _)| {
+            k.starts_with("fabricflow_agent_port_fitf_bucket{le=\"1.0\"")
+                && k.contains(&format!("switch=\"{n}\",port=\"3\""))
+        })
+        .map(|(_, v)| *v);
+    assert_eq!(le1, Some(get("fabricflow_agent_port_fitf_count")));
+    assert!(
+        sample(
+            &after,
+            &format!("fabricflow_agent_port_tx_bits_per_second{{switch=\"{n}\",port=\"3\"}}")
+        ) > 0.0,
+        "OpenFlow tx rate from the switch's duration fields"
+    );
+}
+
 /// Reaction latency: PACKET_OUT of a CNM into the bridge on fabric port 3 → the new weights
 /// visible in a GROUP_DESC reply on another connection (an upper bound: includes one
 /// GROUP_DESC round trip per poll). Run by `scripts/bench-agent-latency.sh`.

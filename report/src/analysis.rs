@@ -6,7 +6,9 @@
 //! - **Interval**: two consecutive records of one transmitter, in file order; its FITF (forced
 //!   idle time fraction) is Δ`xmit_wait_cycles` / Δ`cycle` — exact in the simulator, where the
 //!   wait counter and the cycle come from the same clock (the study's τ·ΔW/Δt, without its
-//!   turnaround error).
+//!   turnaround error). From a live fabric (`fabricflow-agent port-stats`) both columns are
+//!   nanoseconds of the sampler's one clock and the wait column is egress backlog time, a
+//!   different quantity from XmitWait (agent/src/port_stats.rs).
 //! - **Round**: a transmitter's run of consecutive intervals, at most `round_intervals` long
 //!   (default 99: the study's 100 readings of one port), cut early where the transmitter's
 //!   counters go backwards or its cycle does not advance (a reset, a restarted sampler). The

@@ -11,7 +11,8 @@ use fabricflow_report::plot::{box_plot, Figure};
 use fabricflow_report::{input, output, Analyzer, Options};
 
 /// Forced idle time fraction (FITF) per port class and the most stalled ports, from a
-/// port-stats.csv (`fabricflow-sim --port-stats-interval`): DIR/summary.csv, DIR/top-ports.csv,
+/// port-stats.csv (`fabricflow-sim --port-stats-interval`, or a live fabric's
+/// `fabricflow-agent port-stats`: backlog time, not XmitWait): DIR/summary.csv, DIR/top-ports.csv,
 /// DIR/report.md, DIR/fitf-max.png, DIR/fitf-mean.png.
 #[derive(Debug, Parser)]
 #[command(name = "fabricflow-report", version)]

@@ -55,7 +55,9 @@ use tokio::sync::mpsc;
 use crate::config::AgentConfig;
 use crate::cp::{presample_divisor, CongestionPoint, SourceCensus, CENSUS_MIN_FRAME_BYTES};
 use crate::plan::host_group;
-use crate::qdisc::{get_root_qdisc_request, parse_root_backlog, QueueStats};
+use crate::qdisc::{
+    dump_qdiscs_request, get_root_qdisc_request, parse_root_backlog, parse_root_qdiscs, QueueStats,
+};
 use crate::switch_core::Culprit;
 use crate::PortNo;
 
@@ -182,6 +184,25 @@ impl QdiscReader {
     /// The backlog of the root qdisc of `ifindex`, octets.
     pub fn backlog_bytes(&mut self, ifindex: u32) -> anyhow::Result<u64> {
         Ok(u64::from(self.stats(ifindex)?.backlog_bytes))
+    }
+
+    /// The root qdisc of every interface of the namespace, in one dump (replaces `out`'s
+    /// contents).
+    pub fn dump_roots(&mut self, out: &mut Vec<QueueStats>) -> anyhow::Result<()> {
+        out.clear();
+        self.seq = self.seq.wrapping_add(1);
+        send(
+            self.fd.as_raw_fd(),
+            &dump_qdiscs_request(self.seq),
+            MsgFlags::empty(),
+        )?;
+        loop {
+            let n = recv(self.fd.as_raw_fd(), &mut self.buf, MsgFlags::empty())?;
+            let reply = self.buf.get(..n).unwrap_or_default();
+            if parse_root_qdiscs(reply, out)? {
+                return Ok(());
+            }
+        }
     }
 
     /// The statistics of the root qdisc of `ifindex`.

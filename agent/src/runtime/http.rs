@@ -12,10 +12,12 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::MetricType::{self, Counter, Gauge};
+use prometheus_client::metrics::MetricType::{self, Counter, Gauge, Histogram};
 use tokio::sync::watch;
 
+use super::port_stats::PortStallView;
 use super::{Registry, SwitchView};
+use crate::port_stats::FitfHistogram;
 use crate::runtime::emulated_cp::CpPortStatus;
 use crate::session::{DropReason, PortStatus};
 
@@ -117,6 +119,7 @@ impl Collector for Views {
 enum Value {
     Int(u64),
     Real(f64),
+    Fitf(FitfHistogram),
 }
 
 impl Value {
@@ -124,9 +127,16 @@ impl Value {
     fn encode(
         self,
         kind: MetricType,
-        encoder: prometheus_client::encoding::MetricEncoder<'_>,
+        mut encoder: prometheus_client::encoding::MetricEncoder<'_>,
     ) -> Result<(), std::fmt::Error> {
         match (kind, self) {
+            (_, Value::Fitf(h)) => encoder
+                .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                    h.sum,
+                    h.count,
+                    &h.bounds(),
+                    None,
+                ),
             (MetricType::Counter, Value::Int(n)) => ConstCounter::new(n).encode(encoder),
             (MetricType::Counter, Value::Real(x)) => ConstCounter::new(x).encode(encoder),
             // Gauges are i64 in the encoder (it refuses u64::MAX): saturate.
@@ -208,8 +218,41 @@ fn per_cp_port<T: Into<Value>>(v: &SwitchView, f: fn(&CpPortStatus) -> T) -> Vec
         .collect()
 }
 
+/// A series per port with stall counters (`port`, `role`, `direction`: the live switch sees
+/// only its own egress, `tx`).
+fn per_stall_port<T: Into<Value>>(v: &SwitchView, f: fn(&PortStallView) -> T) -> Vec<Series> {
+    v.port_stall
+        .iter()
+        .map(|p| {
+            (
+                vec![
+                    ("port", p.port.port.to_string()),
+                    ("role", p.port.role.clone()),
+                    ("direction", "tx".to_owned()),
+                ],
+                f(p).into(),
+            )
+        })
+        .collect()
+}
+
+/// A series per port in the switch's OpenFlow port statistics (`port`).
+fn per_of_port(v: &SwitchView, f: fn(&crate::port_stats::OfPortRate) -> Value) -> Vec<Series> {
+    v.session
+        .port_rates
+        .iter()
+        .map(|(port, r)| (vec![("port", port.to_string())], f(r)))
+        .collect()
+}
+
+/// Nanoseconds as seconds.
+#[allow(clippy::cast_precision_loss)] // a counter's seconds: f64's 52 bits hold 142 years of ns
+fn seconds(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
 /// Every family, in exposition order.
-const FAMILIES: [Family; 18] = [
+const FAMILIES: [Family; 25] = [
     family(
         Gauge,
         "fabricflow_agent_connected",
@@ -345,6 +388,54 @@ const FAMILIES: [Family; 18] = [
         ),
         |v| per_cp_port(v, |p| p.samples_few_sources),
     ),
+    family(
+        Counter,
+        "fabricflow_agent_port_stall_seconds",
+        concat!(
+            "Time the port's egress qdisc held a backlog, sampled every ",
+            "runtime.port_stall.poll_period_us. Backlog time, not InfiniBand XmitWait."
+        ),
+        |v| per_stall_port(v, |p| seconds(p.stall.backlog_ns)),
+    ),
+    family(
+        Histogram,
+        "fabricflow_agent_port_fitf",
+        "Forced idle time fraction per interval (runtime.port_stall.interval_us): backlog time / interval.",
+        |v| per_stall_port(v, |p| Value::Fitf(p.stall.fitf)),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_port_stall_intervals",
+        "Intervals with backlog time > 0.",
+        |v| per_stall_port(v, |p| p.stall.nonzero_intervals),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_port_intervals",
+        "Intervals observed.",
+        |v| per_stall_port(v, |p| p.stall.intervals),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_port_qdisc_tx_bytes",
+        "Octets the port's egress qdisc sent.",
+        |v| per_stall_port(v, |p| p.stall.tx_bytes),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_port_qdisc_drops",
+        "Packets the port's egress qdisc dropped (64-bit: the kernel's 32-bit counter unwrapped).",
+        |v| per_stall_port(v, |p| p.stall.drops),
+    ),
+    family(
+        Gauge,
+        "fabricflow_agent_port_tx_bits_per_second",
+        concat!(
+            "Transmit rate over the last two OpenFlow port statistics, the switch's own ",
+            "duration fields as the time between them."
+        ),
+        |v| per_of_port(v, |r| Value::Real(r.tx_bps)),
+    ),
 ];
 
 #[cfg(test)]
@@ -405,6 +496,30 @@ mod tests {
             }],
             ..CpStatus::default()
         });
+        // Port 1: a host port stalled for 1.5 s, 2 of 3 intervals non-zero (FITF 0, 0.5, 1).
+        let mut stall = crate::port_stats::PortStall::default();
+        stall.backlog_ns = 1_500_000_000;
+        stall.tx_bytes = 30_000;
+        stall.drops = 5;
+        stall.intervals = 3;
+        stall.nonzero_intervals = 2;
+        for f in [0.0, 0.5, 1.0] {
+            stall.fitf.observe(f);
+        }
+        s0.port_stall = vec![PortStallView {
+            port: crate::runtime::port_stats::WatchedPort {
+                switch: "s0".to_owned(),
+                port: 1,
+                role: "host".to_owned(),
+                interface: "s0-eth1".to_owned(),
+                rate_mbps: None,
+            },
+            stall,
+        }];
+        let mut rate = crate::port_stats::OfPortRate::default();
+        rate.observe(1, 0, 0, 0);
+        rate.observe(2, 0, 625_000, 0);
+        s0.session.port_rates.insert(1, rate);
         [
             ("s0".to_owned(), s0),
             ("s1".to_owned(), SwitchView::default()),
@@ -562,6 +677,38 @@ fabricflow_agent_cp_cnms_total{switch="s0",port="6",interface="s0-eth6"} 11
 # HELP fabricflow_agent_cp_samples_few_sources Congested samples without a CNM: fewer than cp.min_sources hosts sent data through the port (emulated CP).
 # TYPE fabricflow_agent_cp_samples_few_sources counter
 fabricflow_agent_cp_samples_few_sources_total{switch="s0",port="6",interface="s0-eth6"} 13
+# HELP fabricflow_agent_port_stall_seconds Time the port's egress qdisc held a backlog, sampled every runtime.port_stall.poll_period_us. Backlog time, not InfiniBand XmitWait.
+# TYPE fabricflow_agent_port_stall_seconds counter
+fabricflow_agent_port_stall_seconds_total{switch="s0",port="1",role="host",direction="tx"} 1.5
+# HELP fabricflow_agent_port_fitf Forced idle time fraction per interval (runtime.port_stall.interval_us): backlog time / interval.
+# TYPE fabricflow_agent_port_fitf histogram
+fabricflow_agent_port_fitf_sum{switch="s0",port="1",role="host",direction="tx"} 1.5
+fabricflow_agent_port_fitf_count{switch="s0",port="1",role="host",direction="tx"} 3
+fabricflow_agent_port_fitf_bucket{le="0.0",switch="s0",port="1",role="host",direction="tx"} 1
+fabricflow_agent_port_fitf_bucket{le="0.01",switch="s0",port="1",role="host",direction="tx"} 1
+fabricflow_agent_port_fitf_bucket{le="0.05",switch="s0",port="1",role="host",direction="tx"} 1
+fabricflow_agent_port_fitf_bucket{le="0.1",switch="s0",port="1",role="host",direction="tx"} 1
+fabricflow_agent_port_fitf_bucket{le="0.2",switch="s0",port="1",role="host",direction="tx"} 1
+fabricflow_agent_port_fitf_bucket{le="0.4",switch="s0",port="1",role="host",direction="tx"} 1
+fabricflow_agent_port_fitf_bucket{le="0.6",switch="s0",port="1",role="host",direction="tx"} 2
+fabricflow_agent_port_fitf_bucket{le="0.8",switch="s0",port="1",role="host",direction="tx"} 2
+fabricflow_agent_port_fitf_bucket{le="1.0",switch="s0",port="1",role="host",direction="tx"} 3
+fabricflow_agent_port_fitf_bucket{le="+Inf",switch="s0",port="1",role="host",direction="tx"} 3
+# HELP fabricflow_agent_port_stall_intervals Intervals with backlog time > 0.
+# TYPE fabricflow_agent_port_stall_intervals counter
+fabricflow_agent_port_stall_intervals_total{switch="s0",port="1",role="host",direction="tx"} 2
+# HELP fabricflow_agent_port_intervals Intervals observed.
+# TYPE fabricflow_agent_port_intervals counter
+fabricflow_agent_port_intervals_total{switch="s0",port="1",role="host",direction="tx"} 3
+# HELP fabricflow_agent_port_qdisc_tx_bytes Octets the port's egress qdisc sent.
+# TYPE fabricflow_agent_port_qdisc_tx_bytes counter
+fabricflow_agent_port_qdisc_tx_bytes_total{switch="s0",port="1",role="host",direction="tx"} 30000
+# HELP fabricflow_agent_port_qdisc_drops Packets the port's egress qdisc dropped (64-bit: the kernel's 32-bit counter unwrapped).
+# TYPE fabricflow_agent_port_qdisc_drops counter
+fabricflow_agent_port_qdisc_drops_total{switch="s0",port="1",role="host",direction="tx"} 5
+# HELP fabricflow_agent_port_tx_bits_per_second Transmit rate over the last two OpenFlow port statistics, the switch's own duration fields as the time between them.
+# TYPE fabricflow_agent_port_tx_bits_per_second gauge
+fabricflow_agent_port_tx_bits_per_second{switch="s0",port="1"} 5000000.0
 # EOF
 "#;
 }

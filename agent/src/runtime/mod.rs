@@ -1,10 +1,12 @@
 //! The agent's I/O shell (tokio): one task per switch moving bytes between the socket and the
 //! sans-IO [`Session`](crate::session::Session), one emulated congestion point per switch (a
-//! thread: blocking netlink and packet sockets), and the HTTP server. Nothing here decides
+//! thread: blocking netlink and packet sockets), the port-stall sampler (a thread), and the
+//! HTTP server. Nothing here decides
 //! anything; the pure core does.
 
 pub mod emulated_cp;
 pub mod http;
+pub mod port_stats;
 pub mod switch;
 
 use std::collections::BTreeMap;
@@ -45,6 +47,8 @@ pub struct SwitchView {
     pub emulated_cp: Option<emulated_cp::CpStatus>,
     /// Why the emulated CP is not running, if it is not.
     pub emulated_cp_off: Option<String>,
+    /// Per-port stall counters (`[runtime.port_stall]`); empty when off.
+    pub port_stall: Vec<port_stats::PortStallView>,
 }
 
 /// Every switch's view, by name; shared by the switch tasks and the HTTP server.

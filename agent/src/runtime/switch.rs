@@ -13,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
 use super::emulated_cp::{self, CpHandle, GeneratedCnm};
+use super::port_stats::{self, StallHandle, WatchedPort};
 use super::{now_ns, publish, Registry};
 use crate::config::{AgentConfig, SwitchConfig};
 use crate::session::{Session, SessionConfig};
@@ -93,6 +94,7 @@ pub async fn run_switch(
     let mut backoff = min;
     let (cnm_tx, mut cnm_rx) = mpsc::channel::<GeneratedCnm>(1024);
     let mut cp: Option<CpHandle> = None;
+    let mut stall: Option<StallHandle> = None;
     loop {
         if *stop.borrow() {
             break;
@@ -111,6 +113,7 @@ pub async fn run_switch(
                     &cnm_tx,
                     &mut cnm_rx,
                     &mut cp,
+                    &mut stall,
                 )
                 .await
             }
@@ -132,6 +135,9 @@ pub async fn run_switch(
     if let Some(h) = cp.take() {
         h.stop();
     }
+    if let Some(h) = stall.take() {
+        h.stop();
+    }
     Ok(())
 }
 
@@ -146,6 +152,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     cnm_tx: &mpsc::Sender<GeneratedCnm>,
     cnm_rx: &mut mpsc::Receiver<GeneratedCnm>,
     cp: &mut Option<CpHandle>,
+    stall: &mut Option<StallHandle>,
 ) -> anyhow::Result<()> {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut buf = vec![0u8; 1 << 16];
@@ -171,15 +178,18 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         }
         if session.take_plan_changed() {
             reconfigure_cp(name, cfg, session, reg, cnm_tx, cp);
+            reconfigure_stall(name, cfg, session, stall);
         }
         let now = now_ns();
         if now.saturating_sub(last_publish) >= 10_000_000 {
             last_publish = now;
             let st = session.status();
             let cps = cp.as_ref().map(CpHandle::status);
+            let stalls = stall.as_ref().map(StallHandle::status).unwrap_or_default();
             publish(reg, name, |v| {
                 v.session = st;
                 v.emulated_cp = cps;
+                v.port_stall = stalls;
             });
         }
         let deadline = session
@@ -202,6 +212,62 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             }
             _ = stop.changed() => return Ok(()),
         }
+    }
+}
+
+/// (Re)starts the port-stall counters on every port of the switch that is a local Linux
+/// interface. Roles are the controller's names the plan can tell: `fabric` for the plan's
+/// fabric ports, `host` for the others (the finer local/global/up/down are in the controller's
+/// fabric model, which the agent does not have; `fabricflow-agent port-stats` takes them from
+/// the controller's export).
+fn reconfigure_stall(
+    name: &str,
+    cfg: &AgentConfig,
+    session: &Session,
+    stall: &mut Option<StallHandle>,
+) {
+    let c = &cfg.runtime.port_stall;
+    let Some(plan) = session.plan().filter(|p| p.is_installed()) else {
+        return;
+    };
+    if !c.enabled {
+        return;
+    }
+    let ports: Vec<WatchedPort> = session
+        .ports()
+        .iter()
+        // Physical ports only: OFPP_LOCAL and the reserved numbers are above OFPP_MAX.
+        .filter(|(&p, _)| p <= fabricflow_proto::openflow::port::OFPP_MAX)
+        .filter(|(_, info)| nix::net::if_::if_nametoindex(info.name.as_str()).is_ok())
+        .map(|(&p, info)| WatchedPort {
+            switch: name.to_owned(),
+            port: p,
+            role: if plan.is_fabric_port(p) {
+                "fabric"
+            } else {
+                "host"
+            }
+            .to_owned(),
+            interface: info.name.clone(),
+            rate_mbps: None,
+        })
+        .collect();
+    if stall.as_ref().is_some_and(|h| {
+        let now: Vec<_> = h.status().into_iter().map(|v| v.port).collect();
+        now == ports
+    }) {
+        return;
+    }
+    if let Some(h) = stall.take() {
+        h.stop();
+    }
+    if ports.is_empty() {
+        return;
+    }
+    let period = Duration::from_micros(c.poll_period_us);
+    match port_stats::spawn(ports, period, Duration::from_micros(c.interval_us)) {
+        Ok(h) => *stall = Some(h),
+        Err(e) => tracing::warn!(switch = %name, error = %e, "port-stall counters off"),
     }
 }
 
