@@ -111,19 +111,22 @@ pub fn dump_qdiscs_request(seq: u32) -> Vec<u8> {
     out
 }
 
+/// An `NLMSG_ERROR` body: `Ok` for an acknowledgement (error 0), else the kernel's error.
+fn netlink_error(off: usize, body: &[u8]) -> Result<(), QdiscError> {
+    let code = u32_at(body, 0).ok_or(QdiscError::Malformed(off))?;
+    match i32::from_ne_bytes(code.to_ne_bytes()) {
+        0 => Ok(()),
+        code => Err(QdiscError::Netlink(code)),
+    }
+}
+
 /// Parses one datagram of a dump: appends the statistics of every root qdisc in it to `out`.
 /// `Ok(true)` once `NLMSG_DONE` is seen (the dump is complete).
 pub fn parse_root_qdiscs(buf: &[u8], out: &mut Vec<QueueStats>) -> Result<bool, QdiscError> {
     let mut done = false;
     for_each_message(buf, |off, ty, body| {
         match ty {
-            NLMSG_ERROR => {
-                let code = u32_at(body, 0).ok_or(QdiscError::Malformed(off))?;
-                let code = i32::from_ne_bytes(code.to_ne_bytes());
-                if code != 0 {
-                    return Err(QdiscError::Netlink(code));
-                }
-            }
+            NLMSG_ERROR => netlink_error(off, body)?,
             NLMSG_DONE => {
                 done = true;
                 return Ok(false);
@@ -210,13 +213,7 @@ pub fn parse_root_backlog(buf: &[u8], ifindex: u32) -> Result<Option<QueueStats>
     let mut found = None;
     for_each_message(buf, |off, ty, body| {
         match ty {
-            NLMSG_ERROR => {
-                let code = u32_at(body, 0).ok_or(QdiscError::Malformed(off))?;
-                let code = i32::from_ne_bytes(code.to_ne_bytes());
-                if code != 0 {
-                    return Err(QdiscError::Netlink(code));
-                }
-            }
+            NLMSG_ERROR => netlink_error(off, body)?,
             NLMSG_DONE => return Err(QdiscError::NotFound(ifindex)),
             RTM_NEWQDISC => {
                 if let Some(s) = parse_qdisc(body).ok_or(QdiscError::Malformed(off))? {

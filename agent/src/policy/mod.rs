@@ -424,16 +424,16 @@ impl Policy {
     /// What Fb(port `i`) is compared with at `now_ns`: Fb_avg, or with
     /// `fbcomp_reference = candidates` the mean congestion of the port's candidates.
     fn reference_at(&mut self, i: usize, now_ns: u64) -> f64 {
-        let avg = self.fb_avg_at(now_ns);
-        if self.cfg.fbcomp_reference == FbReference::FabricAverage {
-            return avg;
-        }
-        let Some(c) = self.candidate_congestion_at(i, now_ns) else {
-            return avg;
+        let candidates = match self.cfg.fbcomp_reference {
+            FbReference::FabricAverage => None,
+            _ => self.candidate_congestion_at(i, now_ns),
+        };
+        let Some(c) = candidates else {
+            return self.fb_avg_at(now_ns);
         };
         self.counters.candidate_comparisons += 1;
         match self.cfg.fbcomp_reference {
-            FbReference::Both => c.max(avg),
+            FbReference::Both => c.max(self.fb_avg_at(now_ns)),
             _ => c,
         }
     }

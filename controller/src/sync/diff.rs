@@ -257,6 +257,35 @@ pub(crate) fn blank_stats() -> FlowStats {
 }
 
 #[cfg(test)]
+/// What a switch would report after installing `d` exactly.
+pub(crate) fn installed(d: &DesiredSwitch) -> (Vec<FlowStats>, Vec<GroupDesc>) {
+    let flows = d
+        .flows
+        .iter()
+        .map(|f| FlowStats {
+            table_id: f.table_id,
+            priority: f.priority,
+            idle_timeout: f.idle_timeout,
+            hard_timeout: f.hard_timeout,
+            cookie: f.cookie,
+            r#match: f.r#match.clone(),
+            instructions: f.instructions.clone(),
+            ..blank_stats()
+        })
+        .collect();
+    let groups = d
+        .groups
+        .iter()
+        .map(|g| GroupDesc {
+            group_type: g.group_type,
+            group_id: g.group_id,
+            buckets: g.buckets.clone(),
+        })
+        .collect();
+    (flows, groups)
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::desired::fixture::{LineFixture, FIXTURE_GROUP_ID};
@@ -275,34 +304,6 @@ mod tests {
     }
 
     use crate::desired::PlanSource;
-
-    /// What a switch would report after installing `d` exactly.
-    fn installed(d: &DesiredSwitch) -> (Vec<FlowStats>, Vec<GroupDesc>) {
-        let flows = d
-            .flows
-            .iter()
-            .map(|f| FlowStats {
-                table_id: f.table_id,
-                priority: f.priority,
-                idle_timeout: f.idle_timeout,
-                hard_timeout: f.hard_timeout,
-                cookie: f.cookie,
-                r#match: f.r#match.clone(),
-                instructions: f.instructions.clone(),
-                ..blank_stats()
-            })
-            .collect();
-        let groups = d
-            .groups
-            .iter()
-            .map(|g| GroupDesc {
-                group_type: g.group_type,
-                group_id: g.group_id,
-                buckets: g.buckets.clone(),
-            })
-            .collect();
-        (flows, groups)
-    }
 
     #[test]
     fn identical_gives_nothing() {

@@ -54,13 +54,12 @@ mod tests {
     use fabricflow_proto::openflow::flow::FlowModCommand;
     use fabricflow_proto::openflow::group::{Bucket, GroupModCommand};
     use fabricflow_proto::openflow::instruction::Instruction;
-    use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc};
     use fabricflow_proto::openflow::oxm::{Match, OxmField};
     use proptest::prelude::*;
 
     use super::*;
     use crate::desired::DesiredSwitch;
-    use crate::sync::diff::{blank_stats, diff, match_key, FlowKey};
+    use crate::sync::diff::{diff, match_key, FlowKey};
 
     const COOKIE: u64 = 0x77;
     const OWNED: std::ops::RangeInclusive<u32> = 1000..=1999;
@@ -174,30 +173,7 @@ mod tests {
         }
     }
 
-    fn dump(d: &DesiredSwitch) -> (Vec<FlowStats>, Vec<GroupDesc>) {
-        let flows = d
-            .flows
-            .iter()
-            .map(|f| FlowStats {
-                table_id: f.table_id,
-                priority: f.priority,
-                cookie: COOKIE,
-                r#match: f.r#match.clone(),
-                instructions: f.instructions.clone(),
-                ..blank_stats()
-            })
-            .collect();
-        let groups = d
-            .groups
-            .iter()
-            .map(|g| GroupDesc {
-                group_type: g.group_type,
-                group_id: g.group_id,
-                buckets: g.buckets.clone(),
-            })
-            .collect();
-        (flows, groups)
-    }
+    use crate::sync::diff::installed as dump;
 
     /// Checks the invariant after every prefix of `steps`, the changes within a step applied
     /// in the order given; returns the final state.
