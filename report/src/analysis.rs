@@ -39,16 +39,19 @@ pub struct Record<'a> {
 }
 
 /// How records are grouped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
     /// Intervals per round (≥ 1).
     pub round_intervals: u32,
+    /// Utilisation from which a transmitter counts as a congestion root (in (0, 1]).
+    pub saturation: f64,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             round_intervals: 99,
+            saturation: 0.95,
         }
     }
 }
@@ -96,6 +99,12 @@ impl Analyzer {
     pub fn new(opts: Options) -> Result<Analyzer, ReportError> {
         if opts.round_intervals == 0 {
             return Err(ReportError::Options("round_intervals must be ≥ 1".into()));
+        }
+        if !(opts.saturation > 0.0 && opts.saturation <= 1.0) {
+            return Err(ReportError::Options(format!(
+                "saturation must be in (0, 1], not {}",
+                opts.saturation
+            )));
         }
         Ok(Analyzer {
             opts,
@@ -201,9 +210,9 @@ impl Analyzer {
         i
     }
 
-    /// Closes every open round and computes the tables; `top` is how many ports to rank, of
-    /// `direction` only when given (above saturation every blocked host's `rx` waits almost
-    /// always, so `tx` ranks the switch ports alone).
+    /// Closes every open round and computes the tables; `top` is how many ports to rank in each
+    /// ranking, of `direction` only when given (above saturation every blocked host's `rx` waits
+    /// almost always, so `tx` ranks the switch ports alone).
     pub fn finish(mut self, top: usize, direction: Option<&str>) -> Report {
         for (_, _, st) in &mut self.ports {
             if let Some((_, c)) = self.classes.get_mut(st.class) {
@@ -243,17 +252,36 @@ impl Analyzer {
                 utilisation: st.data as f64 / st.cycles as f64,
             })
             .collect();
+        let by_name = |a: &PortSummary, b: &PortSummary| {
+            a.switch
+                .cmp(&b.switch)
+                .then(a.port.cmp(&b.port))
+                .then_with(|| a.direction.cmp(&b.direction))
+        };
+        let mut roots: Vec<PortSummary> = ports
+            .iter()
+            .filter(|p| p.utilisation >= self.opts.saturation)
+            .cloned()
+            .collect();
+        roots.sort_by(|a, b| {
+            b.utilisation
+                .total_cmp(&a.utilisation)
+                .then(a.fitf_mean.total_cmp(&b.fitf_mean))
+                .then_with(|| by_name(a, b))
+        });
+        roots.truncate(top);
         ports.sort_by(|a, b| {
             b.fitf_mean
                 .total_cmp(&a.fitf_mean)
-                .then_with(|| a.switch.cmp(&b.switch))
-                .then(a.port.cmp(&b.port))
+                .then_with(|| by_name(a, b))
         });
         ports.truncate(top);
         Report {
             records: self.records,
             classes,
             top: ports,
+            roots,
+            saturation: self.opts.saturation,
         }
     }
 }
@@ -375,6 +403,12 @@ pub struct Report {
     pub records: u64,
     /// By `(role, direction)`, in name order.
     pub classes: BTreeMap<Class, ClassSummary>,
-    /// The most stalled transmitters, by mean FITF (ties by switch and port).
+    /// The most stalled transmitters, by mean FITF (ties by switch and port): the *victims*.
+    /// A saturated link always has credit, so it never waits and is not among them.
     pub top: Vec<PortSummary>,
+    /// The congestion roots: transmitters busy at least `saturation` of the time, busiest first
+    /// (ties: least stalled first). Their upstream ports are the ones in `top`.
+    pub roots: Vec<PortSummary>,
+    /// The utilisation threshold `roots` used.
+    pub saturation: f64,
 }

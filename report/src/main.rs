@@ -10,10 +10,10 @@ use clap::Parser;
 use fabricflow_report::plot::{box_plot, Figure};
 use fabricflow_report::{input, output, Analyzer, Options};
 
-/// Forced idle time fraction (FITF) per port class and the most stalled ports, from a
-/// port-stats.csv (`fabricflow-sim --port-stats-interval`, or a live fabric's
-/// `fabricflow-agent port-stats`: backlog time, not XmitWait): DIR/summary.csv, DIR/top-ports.csv,
-/// DIR/report.md, DIR/fitf-max.png, DIR/fitf-mean.png.
+/// Forced idle time fraction (FITF) per port class, the most stalled ports and the congestion
+/// roots (saturated ports), from a port-stats.csv (`fabricflow-sim --port-stats-interval`, or a
+/// live fabric's `fabricflow-agent port-stats`: backlog time, not XmitWait): DIR/summary.csv,
+/// DIR/top-ports.csv, DIR/roots.csv, DIR/report.md, DIR/fitf-max.png, DIR/fitf-mean.png.
 #[derive(Debug, Parser)]
 #[command(name = "fabricflow-report", version)]
 struct Cli {
@@ -31,6 +31,9 @@ struct Cli {
     /// Intervals per round (the study: 100 readings, 99 intervals).
     #[arg(long, default_value_t = 99)]
     round_intervals: u32,
+    /// Utilisation from which a transmitter is a congestion root (DIR/roots.csv).
+    #[arg(long, default_value_t = 0.95)]
+    saturation: f64,
     /// Skip the PNG box plots.
     #[arg(long)]
     no_plot: bool,
@@ -61,6 +64,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     );
     let mut analyzer = Analyzer::new(Options {
         round_intervals: cli.round_intervals,
+        saturation: cli.saturation,
     })?;
     input::read_into(BufReader::new(bar.wrap_read(file)), &mut analyzer)
         .with_context(|| format!("{}", cli.input.display()))?;
@@ -73,6 +77,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     };
     write("summary.csv", output::summary_csv(&report))?;
     write("top-ports.csv", output::top_ports_csv(&report))?;
+    write("roots.csv", output::roots_csv(&report))?;
     let md = output::markdown(&report);
     write("report.md", md.clone())?;
     if !cli.no_plot {

@@ -55,6 +55,24 @@ pub fn top_ports_csv(r: &Report) -> String {
     s
 }
 
+/// `roots.csv`: the congestion roots, busiest first.
+pub fn roots_csv(r: &Report) -> String {
+    let mut s = String::from("switch,port,role,direction,utilisation,fitf_mean\n");
+    for p in &r.roots {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{}",
+            p.switch,
+            p.port,
+            p.role,
+            p.direction,
+            f(p.utilisation),
+            f(p.fitf_mean)
+        );
+    }
+    s
+}
+
 fn m(x: f64) -> String {
     if x.is_finite() {
         format!("{x:.3}")
@@ -107,6 +125,25 @@ pub fn markdown(r: &Report) -> String {
             p.direction,
             m(p.fitf_mean),
             m(p.utilisation)
+        );
+    }
+    let _ = write!(
+        s,
+        "\n## Congestion roots\n\nTransmitters busy ≥ {} of the time: a saturated port always \
+         has credit and never waits, so it is absent above; the ports above are its upstream \
+         victims.\n\n| switch | port | role | dir | utilisation | mean FITF |\n|---|---:|---|---|---:|---:|\n",
+        m(r.saturation)
+    );
+    for p in &r.roots {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            p.switch,
+            p.port,
+            p.role,
+            p.direction,
+            m(p.utilisation),
+            m(p.fitf_mean)
         );
     }
     s.push_str("\nBox plots: `fitf-max.png`, `fitf-mean.png`.\n");

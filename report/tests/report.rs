@@ -1,14 +1,18 @@
 //! The report's figures on small hand-made inputs whose answers are known.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use fabricflow_report::output::{summary_csv, top_ports_csv};
+use fabricflow_report::output::{roots_csv, summary_csv, top_ports_csv};
 use fabricflow_report::plot::{box_plot, Figure};
 use fabricflow_report::{input, Analyzer, BoxStats, Options, ReportError};
 
 const HEADER: &str = "cycle,switch,port,role,direction,xmit_wait_cycles,xmit_data_phits\n";
 
 fn report(csv: &str, round_intervals: u32, direction: Option<&str>) -> fabricflow_report::Report {
-    let mut a = Analyzer::new(Options { round_intervals }).unwrap();
+    let mut a = Analyzer::new(Options {
+        round_intervals,
+        ..Options::default()
+    })
+    .unwrap();
     input::read_into(csv.as_bytes(), &mut a).unwrap();
     a.finish(10, direction)
 }
@@ -99,7 +103,18 @@ fn malformed_input_is_a_typed_error_with_its_line() {
     let mut a = Analyzer::new(Options::default()).unwrap();
     let e = input::read_into(changed.as_bytes(), &mut a).unwrap_err();
     assert!(matches!(e, ReportError::RoleChanged { line: 3, .. }), "{e}");
-    assert!(Analyzer::new(Options { round_intervals: 0 }).is_err());
+    assert!(Analyzer::new(Options {
+        round_intervals: 0,
+        ..Options::default()
+    })
+    .is_err());
+    for saturation in [0.0, 1.5, f64::NAN] {
+        assert!(Analyzer::new(Options {
+            saturation,
+            ..Options::default()
+        })
+        .is_err());
+    }
 }
 
 #[test]
@@ -120,4 +135,33 @@ fn box_plots_are_png_files() {
         assert!(bytes.len() > 5_000, "{name}: {} bytes", bytes.len());
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The congestion roots are the saturated transmitters, busiest first, whatever they wait:
+/// g (always sending, never waiting) is the root; l (stalled, half busy) its victim, ranked
+/// first among the stalled ports but not a root; h (96 % busy) is a root after g.
+#[test]
+fn roots_are_the_saturated_transmitters_and_victims_the_stalled_ones() {
+    let mut csv = String::from(HEADER);
+    for i in 0..5u64 {
+        csv += &format!("{},g,1,global,tx,0,{}\n", i * 100, i * 100);
+        csv += &format!("{},l,2,local,tx,{},{}\n", i * 100, i * 80, i * 50);
+        csv += &format!("{},h,3,host,tx,{},{}\n", i * 100, i * 2, i * 96);
+    }
+    let r = report(&csv, 99, None);
+    assert_eq!(r.top[0].switch, "l");
+    assert_eq!(
+        roots_csv(&r),
+        "switch,port,role,direction,utilisation,fitf_mean\n\
+         g,1,global,tx,1.000000,0.000000\n\
+         h,3,host,tx,0.960000,0.020000\n"
+    );
+    let mut strict = Analyzer::new(Options {
+        saturation: 0.99,
+        ..Options::default()
+    })
+    .unwrap();
+    input::read_into(csv.as_bytes(), &mut strict).unwrap();
+    let strict = strict.finish(10, None);
+    assert_eq!(strict.roots.len(), 1);
 }

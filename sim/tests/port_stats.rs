@@ -10,8 +10,10 @@ use std::collections::BTreeSet;
 
 use fabricflow_controller::topology::{Peer, PortRole};
 use fabricflow_controller::TopologySpec;
+use fabricflow_report::{input, Analyzer, Options};
 use fabricflow_sim::config::{Pattern, Routing, SimConfig, Traffic};
 use fabricflow_sim::net::Direction;
+use fabricflow_sim::port_stats::write_csv;
 use fabricflow_sim::run::run_one;
 
 /// Per transmitter (switch, port, direction): mean FITF and utilisation over the window.
@@ -40,6 +42,21 @@ fn rank(cfg: &SimConfig) -> Ranked {
     out
 }
 
+/// The congestion roots `fabricflow-report` names from the run's `port-stats.csv`.
+fn report_roots(cfg: &SimConfig) -> BTreeSet<(u32, u32)> {
+    let r = run_one(cfg).unwrap();
+    let mut csv = Vec::new();
+    write_csv(&mut csv, &r.port_stats, |s| s.to_string()).unwrap();
+    let mut a = Analyzer::new(Options::default()).unwrap();
+    input::read_into(csv.as_slice(), &mut a).unwrap();
+    let report = a.finish(usize::MAX, Some("tx"));
+    report
+        .roots
+        .iter()
+        .map(|p| (p.switch.parse().unwrap(), p.port))
+        .collect()
+}
+
 fn cfg(topology: TopologySpec, pattern: Pattern, load: f64) -> SimConfig {
     SimConfig {
         topology,
@@ -55,13 +72,13 @@ fn cfg(topology: TopologySpec, pattern: Pattern, load: f64) -> SimConfig {
 }
 
 /// Dragonfly(2,4,2) under ADV+1, minimal: every group's one minimal global link to group G+1 is
-/// the only saturated global link, and the switch ports that stall are exactly the local ports
+/// the only saturated global link (and exactly the report's congestion roots), and the switch ports that stall are exactly the local ports
 /// into the switch owning it — the group-to-group minimal global link's upstream, nothing else.
 #[test]
 fn dragonfly_adv1_minimal_stalls_point_at_the_minimal_global_links() {
     let topology = TopologySpec::Dragonfly { p: 2, a: 4, h: 2 };
     let fabric = topology.build().unwrap();
-    let ranked = rank(&cfg(topology, Pattern::Adv(1), 0.5));
+    let ranked = rank(&cfg(topology.clone(), Pattern::Adv(1), 0.5));
     let sw = fabric.switches();
     let group = |s: usize| sw[s].group.unwrap();
     // The minimal global link of each group towards G+1, and the switch that owns it.
@@ -79,6 +96,10 @@ fn dragonfly_adv1_minimal_stalls_point_at_the_minimal_global_links() {
         }
     }
     assert_eq!(minimal_links.len(), usize::from(ngroups));
+    assert_eq!(
+        report_roots(&cfg(topology.clone(), Pattern::Adv(1), 0.5)),
+        minimal_links
+    );
     let saturated: BTreeSet<(u32, u32)> = ranked
         .iter()
         .filter(|(k, _, util)| k.2 == PortRole::Global && *util > 0.95)
@@ -107,7 +128,7 @@ fn dragonfly_adv1_minimal_stalls_point_at_the_minimal_global_links() {
 
 /// Fat-tree(4,3) with a hotspot (4 contributors outside the hot host's pod) over light uniform
 /// traffic, minimal, shortly after the hot link saturates: the hot host's own port is saturated
-/// and never waits (hosts sink at line rate); the switch ports ranked first are the down ports
+/// and never waits (hosts sink at line rate) — a congestion root in the report; the switch ports ranked first are the down ports
 /// carrying traffic into the hot host's pod, then their upstream victims (up ports); no down port
 /// leading anywhere else is among the top ten.
 #[test]
@@ -132,6 +153,11 @@ fn fat_tree_hotspot_stalls_rank_the_hot_down_ports_and_their_upstream_first() {
         .unwrap();
     assert_eq!(*fitf, 0.0);
     assert!(*util > 0.95, "hot port utilisation {util}");
+    let roots = report_roots(&c);
+    assert!(
+        roots.contains(&(hot_leaf as u32, hot_port)),
+        "{roots:?} lacks the hot port"
+    );
     let sw = fabric.switches();
     let hot_pod = sw[hot_leaf].group;
     let into_hot_pod = |s: u32, port: u32| {
