@@ -161,8 +161,10 @@ def port_report(csv_path, report_dir, sampler, top=5):
     """`fabricflow-report` on a run's port-stats.csv (every switch port's egress backlog time
     at 100 ms: the seed study's method on live counters, mininet/README.md "Port stall
     telemetry"), written to `report_dir`: what summary.json records of it, with the `top`
-    most stalled ports."""
-    out = {"csv": str(csv_path), "report": str(report_dir), "sampler": sampler, "top_ports": []}
+    most stalled ports and the `top` congestion roots (ports that drop most: the lossy fabric's
+    congestion points)."""
+    out = {"csv": str(csv_path), "report": str(report_dir), "sampler": sampler, "top_ports": [],
+           "roots": []}
     if not REPORT_BIN.exists():
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "fabricflow-report"],
                        cwd=REPO, check=False)
@@ -174,6 +176,10 @@ def port_report(csv_path, report_dir, sampler, top=5):
     with open(report_dir / "top-ports.csv", newline="") as f:
         out["top_ports"] = [dict(row, fitf_mean=float(row["fitf_mean"]))
                             for _, row in zip(range(top), csv.DictReader(f))]
+    with open(report_dir / "roots.csv", newline="") as f:
+        out["roots"] = [dict(row, discards=int(row["discards"]),
+                             utilisation=float(row["utilisation"]))
+                        for _, row in zip(range(top), csv.DictReader(f))]
     return out
 
 

@@ -209,7 +209,9 @@ impl OfPortRate {
 /// port: `cycle` = ns since the sampler started, `xmit_wait_cycles` = backlog time in ns (not
 /// XmitWait: module doc), `xmit_data_phits` = ns of line time the octets sent take at the
 /// port's rate (so Δdata/Δcycle is the utilisation, as phits per cycle are in the simulator),
-/// or octets when the rate is unknown. `direction` is `tx`: a switch sees only its own egress.
+/// or octets when the rate is unknown, `xmit_discards` = the qdisc's drops (the column the
+/// simulator, lossless, has not: where a lossy fabric's congestion roots show). `direction` is
+/// `tx`: a switch sees only its own egress.
 pub fn csv_row(
     now_ns: u64,
     switch: &str,
@@ -227,13 +229,14 @@ pub fn csv_row(
         _ => stall.tx_bytes,
     };
     format!(
-        "{now_ns},{switch},{port},{role},tx,{},{data}\n",
-        stall.backlog_ns
+        "{now_ns},{switch},{port},{role},tx,{},{data},{}\n",
+        stall.backlog_ns, stall.drops
     )
 }
 
-/// The CSV's header, the simulator's columns.
-pub const CSV_HEADER: &str = "cycle,switch,port,role,direction,xmit_wait_cycles,xmit_data_phits\n";
+/// The CSV's header: the simulator's columns and the drops.
+pub const CSV_HEADER: &str =
+    "cycle,switch,port,role,direction,xmit_wait_cycles,xmit_data_phits,xmit_discards\n";
 
 #[cfg(test)]
 mod tests {
@@ -343,11 +346,11 @@ mod tests {
         // 1 250 octets at 10 Mb/s = 1 ms of line time.
         assert_eq!(
             csv_row(1_000_000, "s0x1", 3, "global", &s, Some(10e6)),
-            "1000000,s0x1,3,global,tx,500000,1000000\n"
+            "1000000,s0x1,3,global,tx,500000,1000000,0\n"
         );
         assert_eq!(
             csv_row(1_000_000, "s0x1", 3, "global", &s, None),
-            "1000000,s0x1,3,global,tx,500000,1250\n"
+            "1000000,s0x1,3,global,tx,500000,1250,0\n"
         );
         assert!(CSV_HEADER.starts_with("cycle,switch,port,role,direction,"));
     }

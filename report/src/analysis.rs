@@ -36,6 +36,8 @@ pub struct Record<'a> {
     pub direction: &'a str,
     pub xmit_wait_cycles: u64,
     pub xmit_data_phits: u64,
+    /// Frames dropped (0 where the input has no such column).
+    pub xmit_discards: u64,
 }
 
 /// How records are grouped.
@@ -62,7 +64,7 @@ pub type Class = (String, String);
 #[derive(Debug, Clone)]
 struct PortState {
     class: usize,
-    last: Option<(u64, u64, u64)>,
+    last: Option<(u64, u64, u64, u64)>,
     /// Intervals in the current round, its non-zero intervals, their FITF sum, its max FITF.
     round_len: u32,
     round_nonzero: u32,
@@ -70,6 +72,7 @@ struct PortState {
     round_max: f64,
     wait: u64,
     data: u64,
+    discards: u64,
     cycles: u64,
 }
 
@@ -143,14 +146,23 @@ impl Analyzer {
                 port: r.port,
             });
         }
-        let now = (r.cycle, r.xmit_wait_cycles, r.xmit_data_phits);
+        let now = (
+            r.cycle,
+            r.xmit_wait_cycles,
+            r.xmit_data_phits,
+            r.xmit_discards,
+        );
         let prev = st.last.replace(now);
-        let Some((c0, w0, d0)) = prev else {
+        let Some((c0, w0, d0, x0)) = prev else {
             return Ok(());
         };
         let class = self.classes.get_mut(st.class).map(|(_, c)| c);
         let Some(class) = class else { return Ok(()) };
-        if r.cycle <= c0 || r.xmit_wait_cycles < w0 || r.xmit_data_phits < d0 {
+        if r.cycle <= c0
+            || r.xmit_wait_cycles < w0
+            || r.xmit_data_phits < d0
+            || r.xmit_discards < x0
+        {
             // A reset or restart: the interval is unknown and the round ends.
             close_round(st, class);
             return Ok(());
@@ -161,6 +173,7 @@ impl Analyzer {
         class.intervals += 1;
         st.wait += dw;
         st.data += r.xmit_data_phits - d0;
+        st.discards += r.xmit_discards - x0;
         st.cycles += dt;
         st.round_len += 1;
         if dw > 0 {
@@ -202,6 +215,7 @@ impl Analyzer {
                 round_max: 0.0,
                 wait: 0,
                 data: 0,
+                discards: 0,
                 cycles: 0,
             },
         ));
@@ -250,6 +264,7 @@ impl Analyzer {
                 direction,
                 fitf_mean: st.wait as f64 / st.cycles as f64,
                 utilisation: st.data as f64 / st.cycles as f64,
+                discards: st.discards,
             })
             .collect();
         let by_name = |a: &PortSummary, b: &PortSummary| {
@@ -260,12 +275,13 @@ impl Analyzer {
         };
         let mut roots: Vec<PortSummary> = ports
             .iter()
-            .filter(|p| p.utilisation >= self.opts.saturation)
+            .filter(|p| p.utilisation >= self.opts.saturation || p.discards > 0)
             .cloned()
             .collect();
         roots.sort_by(|a, b| {
-            b.utilisation
-                .total_cmp(&a.utilisation)
+            b.discards
+                .cmp(&a.discards)
+                .then(b.utilisation.total_cmp(&a.utilisation))
                 .then(a.fitf_mean.total_cmp(&b.fitf_mean))
                 .then_with(|| by_name(a, b))
         });
@@ -395,6 +411,8 @@ pub struct PortSummary {
     pub fitf_mean: f64,
     /// Σ Δdata / Σ Δcycle: the share of the link's capacity it used.
     pub utilisation: f64,
+    /// Σ Δdiscards: frames it dropped (0 in the lossless simulator).
+    pub discards: u64,
 }
 
 /// Everything the outputs show.
@@ -406,8 +424,10 @@ pub struct Report {
     /// The most stalled transmitters, by mean FITF (ties by switch and port): the *victims*.
     /// A saturated link always has credit, so it never waits and is not among them.
     pub top: Vec<PortSummary>,
-    /// The congestion roots: transmitters busy at least `saturation` of the time, busiest first
-    /// (ties: least stalled first). Their upstream ports are the ones in `top`.
+    /// The congestion roots: transmitters that drop frames (a lossy fabric's congestion points,
+    /// which back-pressure nobody) or are busy at least `saturation` of the time (a lossless
+    /// one's, whose upstream ports are the ones in `top`); most drops first, then busiest, then
+    /// least stalled.
     pub roots: Vec<PortSummary>,
     /// The utilisation threshold `roots` used.
     pub saturation: f64,

@@ -17,6 +17,10 @@ pub const HEADER: [&str; 7] = [
     "xmit_data_phits",
 ];
 
+/// The optional eighth column: frames the port dropped (a live, lossy fabric's sampler writes
+/// it; the simulator is lossless and does not).
+pub const DISCARDS: &str = "xmit_discards";
+
 /// Feeds every record of `reader` (header first) to `analyzer`.
 pub fn read_into<R: Read>(reader: R, analyzer: &mut Analyzer) -> Result<(), ReportError> {
     let mut csv = csv::ReaderBuilder::new()
@@ -28,12 +32,16 @@ pub fn read_into<R: Read>(reader: R, analyzer: &mut Analyzer) -> Result<(), Repo
         .map_err(|source| ReportError::Csv { line: 1, source })?;
     let found: Vec<&[u8]> = header.iter().collect();
     let expected: Vec<&[u8]> = HEADER.iter().map(|h| h.as_bytes()).collect();
-    if found != expected {
+    let width = if found == expected {
+        HEADER.len()
+    } else if found.split_last() == Some((&DISCARDS.as_bytes(), expected.as_slice())) {
+        HEADER.len() + 1
+    } else {
         return Err(ReportError::Header {
-            expected: HEADER.join(","),
+            expected: format!("{}[,{DISCARDS}]", HEADER.join(",")),
             found: String::from_utf8_lossy(header.as_slice()).into_owned(),
         });
-    }
+    };
     let mut rec = csv::ByteRecord::new();
     let mut line = 1u64;
     loop {
@@ -43,12 +51,12 @@ pub fn read_into<R: Read>(reader: R, analyzer: &mut Analyzer) -> Result<(), Repo
             Ok(true) => {}
             Err(source) => return Err(ReportError::Csv { line, source }),
         }
-        let r = parse(&rec, line)?;
+        let r = parse(&rec, line, width)?;
         analyzer.push(&r, line)?;
     }
 }
 
-fn parse(rec: &csv::ByteRecord, line: u64) -> Result<Record<'_>, ReportError> {
+fn parse(rec: &csv::ByteRecord, line: u64, width: usize) -> Result<Record<'_>, ReportError> {
     let [cycle, switch, port, role, direction, wait, data] =
         [0, 1, 2, 3, 4, 5, 6].map(|i| rec.get(i));
     let (
@@ -64,14 +72,14 @@ fn parse(rec: &csv::ByteRecord, line: u64) -> Result<Record<'_>, ReportError> {
         return Err(ReportError::Width {
             line,
             found: rec.len(),
-            expected: HEADER.len(),
+            expected: width,
         });
     };
-    if rec.len() != HEADER.len() {
+    if rec.len() != width {
         return Err(ReportError::Width {
             line,
             found: rec.len(),
-            expected: HEADER.len(),
+            expected: width,
         });
     }
     fn text<'a>(field: &'static str, v: &'a [u8], line: u64) -> Result<&'a str, ReportError> {
@@ -96,6 +104,10 @@ fn parse(rec: &csv::ByteRecord, line: u64) -> Result<Record<'_>, ReportError> {
         direction: text("direction", direction, line)?,
         xmit_wait_cycles: number("xmit_wait_cycles", wait, line)?,
         xmit_data_phits: number("xmit_data_phits", data, line)?,
+        xmit_discards: match rec.get(HEADER.len()) {
+            Some(v) => number(DISCARDS, v, line)?,
+            None => 0,
+        },
     })
 }
 

@@ -57,15 +57,16 @@ pub fn top_ports_csv(r: &Report) -> String {
 
 /// `roots.csv`: the congestion roots, busiest first.
 pub fn roots_csv(r: &Report) -> String {
-    let mut s = String::from("switch,port,role,direction,utilisation,fitf_mean\n");
+    let mut s = String::from("switch,port,role,direction,discards,utilisation,fitf_mean\n");
     for p in &r.roots {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{}",
             p.switch,
             p.port,
             p.role,
             p.direction,
+            p.discards,
             f(p.utilisation),
             f(p.fitf_mean)
         );
@@ -129,19 +130,21 @@ pub fn markdown(r: &Report) -> String {
     }
     let _ = write!(
         s,
-        "\n## Congestion roots\n\nTransmitters busy ≥ {} of the time: a saturated port always \
-         has credit and never waits, so it is absent above; the ports above are its upstream \
-         victims.\n\n| switch | port | role | dir | utilisation | mean FITF |\n|---|---:|---|---|---:|---:|\n",
+        "\n## Congestion roots\n\nTransmitters that dropped frames or were busy ≥ {} of the \
+         time, most drops first. A saturated port of a lossless fabric always has credit and \
+         never waits, so it is absent above; the ports above are its upstream victims.\n\n\
+         | switch | port | role | dir | discards | utilisation | mean FITF |\n|---|---:|---|---|---:|---:|---:|\n",
         m(r.saturation)
     );
     for p in &r.roots {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             p.switch,
             p.port,
             p.role,
             p.direction,
+            p.discards,
             m(p.utilisation),
             m(p.fitf_mean)
         );

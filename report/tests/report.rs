@@ -152,9 +152,9 @@ fn roots_are_the_saturated_transmitters_and_victims_the_stalled_ones() {
     assert_eq!(r.top[0].switch, "l");
     assert_eq!(
         roots_csv(&r),
-        "switch,port,role,direction,utilisation,fitf_mean\n\
-         g,1,global,tx,1.000000,0.000000\n\
-         h,3,host,tx,0.960000,0.020000\n"
+        "switch,port,role,direction,discards,utilisation,fitf_mean\n\
+         g,1,global,tx,0,1.000000,0.000000\n\
+         h,3,host,tx,0,0.960000,0.020000\n"
     );
     let mut strict = Analyzer::new(Options {
         saturation: 0.99,
@@ -164,4 +164,45 @@ fn roots_are_the_saturated_transmitters_and_victims_the_stalled_ones() {
     input::read_into(csv.as_bytes(), &mut strict).unwrap();
     let strict = strict.finish(10, None);
     assert_eq!(strict.roots.len(), 1);
+}
+
+/// A live sampler's eighth column: a port that drops is a root whatever its utilisation, and
+/// more drops rank first; a discard counter going backwards is a reset like any other.
+#[test]
+fn discards_rank_a_lossy_fabrics_roots() {
+    let mut csv = String::from(HEADER.trim_end());
+    csv += ",xmit_discards\n";
+    for i in 0..4u64 {
+        csv += &format!(
+            "{},hot,1,host,tx,{},{},{}\n",
+            i * 100,
+            i * 99,
+            i * 99,
+            i * 30
+        );
+        csv += &format!("{},one,2,global,tx,{},{},{}\n", i * 100, i * 99, i * 100, i);
+        csv += &format!("{},low,3,local,tx,0,{},{}\n", i * 100, i * 40, i * 2);
+    }
+    csv += "400,low,3,local,tx,0,160,0\n";
+    let r = report(&csv, 99, None);
+    let roots: Vec<(&str, u64)> = r
+        .roots
+        .iter()
+        .map(|p| (p.switch.as_str(), p.discards))
+        .collect();
+    assert_eq!(roots, [("hot", 90), ("low", 6), ("one", 3)]);
+    // A seven-column row under an eight-column header is malformed, with its line.
+    let bad = format!(
+        "{}0,s,1,host,tx,0,0\n",
+        csv.lines().next().unwrap().to_owned() + "\n"
+    );
+    let mut a = Analyzer::new(Options::default()).unwrap();
+    let e = input::read_into(bad.as_bytes(), &mut a).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ReportError::Width { line: 2, .. } | ReportError::Csv { line: 2, .. }
+        ),
+        "{e:?}"
+    );
 }
