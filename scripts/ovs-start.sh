@@ -14,6 +14,19 @@
 set -euo pipefail
 SNDBUF=${FF_OVS_SNDBUF:-134217728}  # 128 MiB: Dragonfly(2,4,2)'s 252 switch ports x 100 frames x ~3 KB
 
+# The daemons must not inherit our descriptors: a caller's lock (tests serialise on
+# `flock /tmp/fabricflow-ovs.lock`) would otherwise be held by ovs-vswitchd until it exits.
+# Closed in the subshell that runs ovs-ctl (fd 255 is bash's own script descriptor).
+ovs_ctl() {
+    (
+        for fd in /proc/$BASHPID/fd/*; do
+            fd=${fd##*/}
+            if ((fd > 2 && fd != 255)); then eval "exec ${fd}>&-" 2>/dev/null || true; fi
+        done
+        exec /usr/share/openvswitch/scripts/ovs-ctl "$@"
+    )
+}
+
 running() { ovs-vsctl --timeout=2 show >/dev/null 2>&1 && pidof ovs-vswitchd >/dev/null; }
 
 # The send socket's size (tb) if ovs-vswitchd has created it (at its first send); it is the
@@ -33,11 +46,11 @@ if running; then
         exit 0
     fi
     echo "ovs-start: ovs-vswitchd's packet socket buffer is $have octets (< $SNDBUF): restarting it" >&2
-    /usr/share/openvswitch/scripts/ovs-ctl --no-monitor --no-ovsdb-server restart 2>&1 |
+    ovs_ctl --no-monitor --no-ovsdb-server restart 2>&1 |
         grep -v -i 'module' || true
 else
     # --no-ovs-vswitchd-kmod / --system-id keep ovs-ctl from failing on the missing kernel module.
-    /usr/share/openvswitch/scripts/ovs-ctl --no-monitor --system-id=random start --delete-bridges 2>&1 |
+    ovs_ctl --no-monitor --system-id=random start --delete-bridges 2>&1 |
         grep -v -i 'module' || true
 fi
 for _ in $(seq 1 50); do

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import unittest
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -139,6 +140,28 @@ class ThroughputTests(Base):
         self.assertGreater(va["aggregate_mbps"], 1.3 * ceiling, "Valiant does not beat minimal")
         for f in ("summary.json", "throughput.png", "group0-switches.png", "minimal-r0.csv"):
             self.assertTrue((out / f).stat().st_size > 0, f)
+
+
+    def test_hotspot_report_roots_name_the_hot_port(self):
+        """Live port telemetry (issue 18): under a hotspot the report's first congestion root is
+        the port into the hot host — it drops most; backlog time alone cannot tell it from
+        single-flow TCP bottlenecks (mininet/README.md "Port stall telemetry")."""
+        out = Path(os.environ.get("FF_E2E_OUT", "/tmp/ff-e2e-hotspot"))
+        s = ffrun.main(["--topology", "dragonfly:p=1,a=2,h=3", "--traffic", "hotspot",
+                        "--modes", "minimal", "--duration", "12", "--warmup", "3",
+                        "--out", str(out), "--seed", "1"])
+        run = s["modes"]["minimal"]["runs"][0]
+        self.assertEqual(run["errors"], {}, "iperf3 errors")
+        dests = Counter(k.split("->")[1] for k in run["per_flow_mbps"])
+        hot, senders = dests.most_common(1)[0]
+        self.assertGreaterEqual(senders, 3, dests)
+        group, switch, port = hot.removeprefix("h").split(".")
+        roots = run["port_stats"]["roots"]
+        t(f"hot host {hot} ({senders} senders); roots {roots[:3]}", self.t0)
+        self.assertGreaterEqual(len(roots), 2, roots)
+        self.assertEqual((roots[0]["switch"], int(roots[0]["port"])),
+                         (f"g{group}s{switch}", int(port)), roots)
+        self.assertGreater(roots[0]["discards"], 1.5 * roots[1]["discards"], roots)
 
 
 class HarnessTests(Base):
