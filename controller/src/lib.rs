@@ -33,6 +33,7 @@ pub mod config;
 pub mod desired;
 pub mod http;
 pub mod metrics;
+pub mod operator;
 pub mod service;
 pub mod session;
 pub mod shared;
