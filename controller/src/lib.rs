@@ -30,6 +30,7 @@ pub mod topology;
 pub mod traffic;
 
 pub mod config;
+pub mod ctl;
 pub mod desired;
 pub mod http;
 pub mod metrics;
