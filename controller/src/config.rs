@@ -531,7 +531,10 @@ mod tests {
             &format!("fabric = \"x\"\nhttp_token_file = {f:?}\n"),
         ))
         .unwrap();
-        assert_eq!(c.api_token().unwrap().as_deref(), Some("0123456789abcdef0123"));
+        assert_eq!(
+            c.api_token().unwrap().as_deref(),
+            Some("0123456789abcdef0123")
+        );
         let c = Config::load(&write(
             "t2.toml",
             "fabric = \"x\"\nhttp_token = \"0123456789abcdef\"\n",
@@ -540,7 +543,10 @@ mod tests {
         assert_eq!(c.api_token().unwrap().as_deref(), Some("0123456789abcdef"));
         for (name, text) in [
             ("t3.toml", "fabric = \"x\"\nhttp_token = \"short\"\n"),
-            ("t4.toml", "fabric = \"x\"\nhttp_token = \"0123456789 abcdef\"\n"),
+            (
+                "t4.toml",
+                "fabric = \"x\"\nhttp_token = \"0123456789 abcdef\"\n",
+            ),
             (
                 "t5.toml",
                 "fabric = \"x\"\nhttp_token = \"0123456789abcdef\"\nhttp_token_file = \"/x\"\n",

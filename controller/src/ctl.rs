@@ -133,7 +133,11 @@ impl ApiClient {
             reason: e.to_string(),
         };
         let exchange = async {
-            let resp = self.client.request(req).await.map_err(|e| unreachable(&e))?;
+            let resp = self
+                .client
+                .request(req)
+                .await
+                .map_err(|e| unreachable(&e))?;
             let status = resp.status();
             let body = resp
                 .into_body()

@@ -67,9 +67,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         )
         .route(
             "/api/v1/switches/{dpid}/resync",
-            post(|s, h, Path(d): Path<String>| {
-                switch_action(s, h, d, |d| Action::Resync(Some(d)))
-            }),
+            post(|s, h, Path(d): Path<String>| switch_action(s, h, d, |d| Action::Resync(Some(d)))),
         )
         .route("/api/v1/resync", post(resync_all))
         .with_state(shared)
@@ -80,7 +78,6 @@ fn error(status: StatusCode, message: impl ToString) -> Response {
 }
 
 /// Admits a write request or answers it: 403 while writes are disabled, 401 without the token.
-#[allow(clippy::result_large_err)] // the refusal is the response itself
 fn authorize(s: &Shared, headers: &HeaderMap) -> Result<(), Response> {
     let given = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
     let auth = check_bearer(given, s.api_token.as_deref());

@@ -133,7 +133,7 @@ enum CtlAction {
     /// Put a drained switch's links back into service (those drained one by one stay so).
     UndrainSwitch { switch: String },
     /// Stop the switch's agent from changing bucket weights (takes effect at its next plan
-    /// read, `plan_refresh_period_ms`).
+    /// read, `runtime.plan_refresh_period_us`, 5 s by default).
     Freeze { switch: String },
     /// Let the switch's agent change weights again (from its policy's P).
     Unfreeze { switch: String },
@@ -222,9 +222,17 @@ fn ctl_summary(cmd: &ctl::Command, answer: &serde_json::Value) -> String {
             } else {
                 "already so"
             };
-            let mut line = format!("{} {}: {what}, plan {}", s(&o["action"]), answer["target"], o["plan_version"]);
+            let mut line = format!(
+                "{} {}: {what}, plan {}",
+                s(&o["action"]),
+                answer["target"],
+                o["plan_version"]
+            );
             if o["action"] == "resync" {
-                line = format!("resync {}: {} connection(s) asked", answer["target"], o["resync_requests"]);
+                line = format!(
+                    "resync {}: {} connection(s) asked",
+                    answer["target"], o["resync_requests"]
+                );
             }
             line
         }

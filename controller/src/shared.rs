@@ -245,7 +245,10 @@ impl Shared {
     /// Reads the operator state from the store (at start, and when this controller becomes the
     /// writer: the previous leader may have changed it). Returns whether it differed.
     pub(crate) async fn load_operator(&self) -> Result<bool, StoreError> {
-        let kvs = self.store.list(crate::operator::STORE_KEY.to_owned()).await?;
+        let kvs = self
+            .store
+            .list(crate::operator::STORE_KEY.to_owned())
+            .await?;
         let Some((_, json)) = kvs.iter().find(|(k, _)| k == crate::operator::STORE_KEY) else {
             return Ok(false);
         };
@@ -259,8 +262,12 @@ impl Shared {
         if op == self.operator_state() {
             return Ok(false);
         }
-        info!(drained_links = op.drained_links.len(), drained_switches = op.drained_switches.len(),
-              frozen_switches = op.frozen_switches.len(), "operator state loaded from the store");
+        info!(
+            drained_links = op.drained_links.len(),
+            drained_switches = op.drained_switches.len(),
+            frozen_switches = op.frozen_switches.len(),
+            "operator state loaded from the store"
+        );
         self.set_operator(op);
         Ok(true)
     }

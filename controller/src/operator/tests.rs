@@ -75,7 +75,10 @@ fn a_drained_link_is_planned_exactly_as_a_failed_one_and_every_pair_keeps_a_path
 
     let f = fabric();
     let model: Link = f.link_at(f.switch_by_name("g0s0").unwrap(), 3).unwrap();
-    assert_eq!(undelivered(&BTreeSet::from([model]), None), Vec::<String>::new());
+    assert_eq!(
+        undelivered(&BTreeSet::from([model]), None),
+        Vec::<String>::new()
+    );
 
     assert!(op.apply(Action::UndrainLink(link)));
     assert!(op.drained(&links).is_empty());
@@ -105,7 +108,11 @@ fn a_drained_switch_drains_its_links_and_the_rest_of_the_fabric_keeps_its_paths(
 
     let f = fabric();
     let sw = f.switch_by_name("g1s1").unwrap();
-    let model: BTreeSet<Link> = f.links().into_iter().filter(|l| l.a().switch == sw || l.b().switch == sw).collect();
+    let model: BTreeSet<Link> = f
+        .links()
+        .into_iter()
+        .filter(|l| l.a().switch == sw || l.b().switch == sw)
+        .collect();
     assert_eq!(model.len(), 2);
     assert_eq!(undelivered(&model, Some(sw)), Vec::<String>::new());
     assert_ne!(p.plan(&touching), p.plan(&BTreeSet::new()));

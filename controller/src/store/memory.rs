@@ -143,7 +143,10 @@ mod tests {
             s.list("operator/".into()).await.unwrap(),
             vec![("operator/state".to_string(), "{\"x\":1}".to_string())]
         );
-        assert!(s.list("links/".into()).await.unwrap().is_empty(), "not durable");
+        assert!(
+            s.list("links/".into()).await.unwrap().is_empty(),
+            "not durable"
+        );
         std::fs::write(&path, "not json").unwrap();
         assert!(matches!(
             MemoryStore::with_state_file(path.clone()),

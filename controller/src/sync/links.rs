@@ -290,7 +290,10 @@ mod tests {
         let mut m = mon();
         let l = LinkId::new(ep(1, 3), ep(2, 2));
         assert!(m.set_drained(BTreeSet::from([l, LinkId::new(ep(8, 1), ep(9, 1))])));
-        assert!(!m.set_drained(BTreeSet::from([l])), "the unknown link is ignored");
+        assert!(
+            !m.set_drained(BTreeSet::from([l])),
+            "the unknown link is ignored"
+        );
         assert_eq!(m.failed(), BTreeSet::from([l]));
         assert_eq!(m.report()[0].health, LinkHealth::Drained);
         assert!(m.report()[0].drained && !m.report()[1].drained);
