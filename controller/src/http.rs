@@ -77,12 +77,13 @@ fn error(status: StatusCode, message: impl ToString) -> Response {
     (status, Json(json!({ "error": message.to_string() }))).into_response()
 }
 
-/// Admits a write request or answers it: 403 while writes are disabled, 401 without the token.
-fn authorize(s: &Shared, headers: &HeaderMap) -> Result<(), Response> {
+/// The answer to a write request that is not admitted (`None`: admitted): 403 while writes
+/// are disabled, 401 without the token.
+fn refusal(s: &Shared, headers: &HeaderMap) -> Option<Response> {
     let given = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
     let auth = check_bearer(given, s.api_token.as_deref());
     let (status, reason) = match auth {
-        Auth::Granted => return Ok(()),
+        Auth::Granted => return None,
         Auth::Disabled => (StatusCode::FORBIDDEN, "disabled"),
         Auth::Missing => (StatusCode::UNAUTHORIZED, "missing_token"),
         Auth::Wrong => (StatusCode::UNAUTHORIZED, "wrong_token"),
@@ -99,7 +100,7 @@ fn authorize(s: &Shared, headers: &HeaderMap) -> Result<(), Response> {
             header::HeaderValue::from_static("Bearer realm=\"fabricflow\""),
         );
     }
-    Err(r)
+    Some(r)
 }
 
 async fn act(s: &Shared, action: Action, target: serde_json::Value) -> Response {
@@ -122,7 +123,7 @@ async fn link_action(
     spec: String,
     action: fn(crate::desired::LinkId) -> Action,
 ) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
+    if let Some(r) = refusal(&s, &headers) {
         return r;
     }
     match resolve_link(&spec, &s.link_ids(), &s.switch_names()) {
@@ -137,7 +138,7 @@ async fn switch_action(
     spec: String,
     action: impl FnOnce(u64) -> Action,
 ) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
+    if let Some(r) = refusal(&s, &headers) {
         return r;
     }
     let names = s.switch_names();
@@ -151,7 +152,7 @@ async fn switch_action(
 }
 
 async fn resync_all(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
+    if let Some(r) = refusal(&s, &headers) {
         return r;
     }
     act(&s, Action::Resync(None), json!("all")).await
