@@ -508,7 +508,11 @@ mod tests {
         assert_eq!(single.max_unidentified_peers, 1024);
         assert_eq!(single.sync_method, SyncMethod::Auto);
         assert!(single.state_file.is_some(), "drains survive a restart");
-        assert_eq!(single.api_token().unwrap(), None, "writes stay off until a token exists");
+        assert_eq!(
+            single.api_token().unwrap(),
+            None,
+            "writes stay off until a token exists"
+        );
         let ha = Config::load(&dir.join("controller-ha.yaml")).unwrap();
         assert!(matches!(ha.store_spec().unwrap(), StoreSpec::Etcd(_)));
         assert!(matches!(
