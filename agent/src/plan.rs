@@ -155,6 +155,9 @@ pub struct LearnedPlan {
     /// `groups`, what tells "the plan is installed" from "not yet" (see
     /// [`is_installed`](Self::is_installed)).
     pub controller_flows: usize,
+    /// The controller's freeze marker is on the switch (a flow of the plan's cookie matching
+    /// [`conventions::FREEZE_MARKER_METADATA`]): the operator froze this switch's weights.
+    pub frozen: bool,
 }
 
 impl LearnedPlan {
@@ -176,6 +179,7 @@ impl LearnedPlan {
         }
         for f in flows.iter().filter(|f| f.cookie == conv.cookie) {
             plan.controller_flows += 1;
+            plan.frozen |= is_freeze_marker(f);
             let actions = flow_actions(f);
             if f.table_id == conv.transit_table && exact_eth_dst(f).is_none() {
                 plan.fabric_ports.extend(physical_outputs(actions.clone()));
@@ -263,6 +267,14 @@ fn learn_group(conv: &PlanConventions, g: &GroupDesc) -> Result<LearnedGroup, Gr
     Ok(LearnedGroup {
         dp,
         buckets: g.buckets.clone(),
+    })
+}
+
+/// Whether `f` is the controller's freeze marker (its match holds the marker's metadata).
+fn is_freeze_marker(f: &FlowStats) -> bool {
+    f.r#match.fields.iter().any(|field| {
+        matches!(field, OxmField::Metadata { value, mask }
+            if *value == conventions::FREEZE_MARKER_METADATA && mask.is_none_or(|m| m == u64::MAX))
     })
 }
 
@@ -416,6 +428,24 @@ pub(crate) mod tests {
         );
         assert!(plan.is_fabric_port(8) && !plan.is_fabric_port(1));
         assert_eq!(plan.group_of_port(3).map(|g| g.dp.group_id), Some(1003));
+    }
+
+    #[test]
+    fn the_freeze_marker_is_recognised_only_with_the_plan_cookie_and_its_value() {
+        let conv = PlanConventions::default();
+        let marker = |cookie, value| {
+            flow(
+                0,
+                cookie,
+                Match::new().with(OxmField::Metadata { value, mask: None }),
+                vec![],
+            )
+        };
+        let m = conventions::FREEZE_MARKER_METADATA;
+        assert!(LearnedPlan::learn(&conv, &[], &[marker(conv.cookie, m)]).frozen);
+        assert!(!LearnedPlan::learn(&conv, &[], &[marker(conv.cookie, m + 1)]).frozen);
+        assert!(!LearnedPlan::learn(&conv, &[], &[marker(7, m)]).frozen);
+        assert!(!LearnedPlan::learn(&conv, &[], &[]).frozen);
     }
 
     #[test]

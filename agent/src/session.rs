@@ -197,6 +197,8 @@ pub struct SessionCounters {
     pub plan_reads: u64,
     /// Plan reads whose structure differed from the previous one.
     pub plan_changes: u64,
+    /// Policy events ignored because the operator froze the switch.
+    pub frozen_events_ignored: u64,
     /// Port-stats replies processed.
     pub port_stats_replies: u64,
     /// Group-stats replies processed (`byte_counter = "minimal-bucket"`).
@@ -261,6 +263,8 @@ pub struct SessionStatus {
     /// The controller's plan is learned: it is on the switch and was read. It may have no
     /// decision point (see `groups`): a fat-tree's top level has nothing to adapt.
     pub plan_ready: bool,
+    /// The operator froze the weights (the controller's freeze marker is on the switch).
+    pub frozen: bool,
     /// Datapath id from FEATURES_REPLY.
     pub datapath_id: Option<u64>,
     /// Role situation.
@@ -699,7 +703,14 @@ impl Session {
             tracing::debug!(group_id = id, ?why, "group is not a decision point");
         }
         let (groups, fabric_ports) = (plan.groups.len(), plan.fabric_ports.clone());
-        match self.core.learn(plan, round_write_seq, now_ns) {
+        let was_frozen = self.core.is_frozen();
+        let learned = self.core.learn(plan, round_write_seq, now_ns);
+        match (was_frozen, self.core.is_frozen()) {
+            (false, true) => tracing::info!("weights frozen by the operator (controller marker)"),
+            (true, false) => tracing::info!("weights unfrozen: the policy resumes"),
+            _ => {}
+        }
+        match learned {
             Learned::Unchanged => {}
             Learned::NotInstalled => {
                 tracing::info!("the controller's plan is not on the switch yet: waiting for it");
@@ -901,6 +912,7 @@ impl Session {
             cnm_generated_charged: c.cnm_generated_charged,
             cnm_to_own_host: c.cnm_to_own_host,
             plan_changes: c.plan_changes,
+            frozen_events_ignored: c.frozen_events_ignored,
             ..self.counters.clone()
         }
     }
@@ -910,6 +922,7 @@ impl Session {
         SessionStatus {
             connected: self.is_connected(),
             plan_ready: self.core.plan().is_some_and(LearnedPlan::is_installed),
+            frozen: self.core.is_frozen(),
             datapath_id: self.datapath_id,
             role: self.is_connected().then_some(self.role),
             ports: self

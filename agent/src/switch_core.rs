@@ -10,7 +10,9 @@
 //! - the [`WeightPlanner`], the one record of the weights the switch holds, whose writes leave
 //!   through [`SwitchCore::poll_write`];
 //! - the glue from a congestion sample of the switch's own congestion point to policy events:
-//!   the congested port's own feedback, own-host suppression, source charging.
+//!   the congested port's own feedback, own-host suppression, source charging;
+//! - whether the operator froze the switch ([`SwitchCore::is_frozen`]): the controller's freeze
+//!   marker in the learned plan stops every weight change until it is gone.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -86,6 +88,8 @@ pub struct CoreCounters {
     pub writes: u64,
     /// Learned plans whose structure differed from the previous one.
     pub plan_changes: u64,
+    /// Policy events (CNMs, byte counts, ticks, own congestion) ignored while frozen.
+    pub frozen_events_ignored: u64,
 }
 
 /// What [`SwitchCore::learn`] found.
@@ -112,6 +116,8 @@ pub struct SwitchCore {
     scratch: Vec<GroupWrite>,
     writes: VecDeque<GroupWrite>,
     counters: CoreCounters,
+    /// Frozen by the operator: P stands still and no weight is written.
+    frozen: bool,
 }
 
 impl SwitchCore {
@@ -126,6 +132,7 @@ impl SwitchCore {
             scratch: Vec::new(),
             writes: VecDeque::new(),
             counters: CoreCounters::default(),
+            frozen: false,
         })
     }
 
@@ -153,7 +160,11 @@ impl SwitchCore {
     ///
     /// A plan with no decision point is learned like any other when it is installed (its fabric
     /// ports still feed the congestion point and the policy); only a switch without the plan
-    /// ([`LearnedPlan::is_installed`]) leaves the policy and the planner as they were.
+    /// ([`LearnedPlan::is_installed`]) leaves the policy and the planner as they were, and the
+    /// freeze too (a wiped switch says nothing about the operator's wish).
+    ///
+    /// An installed plan carries the freeze: with the marker the core is frozen from this read
+    /// on (installed weights are adopted, none is written), without it the core thaws.
     pub fn learn(&mut self, plan: LearnedPlan, read_seq: u64, now_ns: u64) -> Learned {
         let changed = self
             .plan
@@ -168,6 +179,8 @@ impl SwitchCore {
             self.plan = Some(plan);
             return Learned::NotInstalled;
         }
+        let thaw = self.frozen && !plan.frozen;
+        self.frozen = plan.frozen;
         if changed {
             self.counters.plan_changes += 1;
             self.policy
@@ -210,9 +223,22 @@ impl SwitchCore {
                     self.policy.set_p_percent(port, p);
                 }
             }
+            if self.frozen {
+                continue;
+            }
             if let Some(p) = self.policy.p_percent(port) {
                 self.weights
                     .on_probability(port, p, now_ns, &mut self.scratch);
+            }
+        }
+        if thaw {
+            // Resume from the policy's P: groups the controller rebuilt meanwhile get it now.
+            let ports: Vec<PortNo> = plan.groups.values().map(|g| g.dp.minimal_port).collect();
+            for port in ports {
+                if let Some(p) = self.policy.p_percent(port) {
+                    self.weights
+                        .on_probability(port, p, now_ns, &mut self.scratch);
+                }
             }
         }
         self.plan = Some(plan);
@@ -252,15 +278,28 @@ impl SwitchCore {
     }
 
     /// Pending writes whose minimum interval has passed (see
-    /// [`next_deadline_ns`](Self::next_deadline_ns)).
+    /// [`next_deadline_ns`](Self::next_deadline_ns)); held while frozen.
     pub fn on_timer(&mut self, now_ns: u64) {
+        if self.frozen {
+            return;
+        }
         self.weights.tick(now_ns, &mut self.scratch);
         self.queue_writes();
     }
 
-    /// When [`on_timer`](Self::on_timer) has a write to release, if any is pending.
+    /// When [`on_timer`](Self::on_timer) has a write to release, if any is pending (none while
+    /// frozen).
     pub fn next_deadline_ns(&self) -> Option<u64> {
+        if self.frozen {
+            return None;
+        }
         self.weights.next_deadline_ns()
+    }
+
+    /// Whether the operator froze this switch's weights (the last installed plan read carried
+    /// the controller's freeze marker).
+    pub fn is_frozen(&self) -> bool {
+        self.frozen
     }
 
     /// This switch's congestion point calls for a CNM: the congested port keeps the feedback as
@@ -355,6 +394,11 @@ impl SwitchCore {
     }
 
     fn feed(&mut self, event: Event, now_ns: u64) {
+        if self.frozen {
+            // P stands still too, so a thaw resumes from where the freeze stopped.
+            self.counters.frozen_events_ignored += 1;
+            return;
+        }
         self.policy.handle_into(event, now_ns, &mut self.effects);
         for c in self.effects.changes() {
             tracing::trace!(port = c.port, old = c.old_percent, new = c.new_percent, cause = ?c.cause, "P changed");

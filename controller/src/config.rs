@@ -4,6 +4,8 @@
 //! fabric = "dragonfly:p=2,a=4,h=2"
 //! openflow_listen = "0.0.0.0:6653"
 //! http_listen = "127.0.0.1:9653"
+//! http_token_file = "/etc/fabricflow/api-token"   # enables the API's write actions
+//! state_file = "/var/lib/fabricflow/controller-state.json"   # memory store: keep drains
 //! store = "memory"                  # or "etcd://10.0.0.1:2379,10.0.0.2:2379"
 //! log_format = "text"               # or "json"
 //! cookie = 0x0fabf10a00000001        # TOML accepts hex integers; the agent must agree
@@ -180,8 +182,22 @@ pub struct Config {
     /// `memory` or `etcd://HOST:PORT[,HOST:PORT…]`.
     #[serde(default = "default_store")]
     pub store: String,
+    /// The HTTP API and metrics. Loopback by default: the API's write actions carry a bearer
+    /// token, and plain HTTP carries it in clear.
     #[serde(default = "default_http_listen")]
     pub http_listen: SocketAddr,
+    /// Bearer token of the API's write actions (drain, freeze, resync). Prefer
+    /// `http_token_file`; with neither, write actions are disabled (403).
+    #[serde(default)]
+    pub http_token: Option<String>,
+    /// File holding the bearer token (surrounding whitespace ignored), read at start.
+    #[serde(default)]
+    pub http_token_file: Option<PathBuf>,
+    /// With the memory store: the file that keeps the operator's decisions (drained links and
+    /// switches, frozen switches) across restarts. Unset, they last as long as the process.
+    /// With etcd they live in etcd and this is ignored.
+    #[serde(default)]
+    pub state_file: Option<PathBuf>,
     #[serde(default)]
     pub log_format: LogFormat,
     /// Cookie of every controller flow.
@@ -290,6 +306,9 @@ impl Config {
             tls: None,
             store: default_store(),
             http_listen: default_http_listen(),
+            http_token: None,
+            http_token_file: None,
+            state_file: None,
             log_format: LogFormat::Text,
             cookie: default_cookie(),
             agent_controller_id: default_agent_id(),
@@ -364,6 +383,18 @@ impl Config {
                 reason: "intervals must be > 0".into(),
             });
         }
+        if self.http_token.is_some() && self.http_token_file.is_some() {
+            return Err(ConfigError::Invalid {
+                field: "http_token",
+                reason: "set http_token or http_token_file, not both".into(),
+            });
+        }
+        if let Some(t) = &self.http_token {
+            check_token(t).map_err(|reason| ConfigError::Invalid {
+                field: "http_token",
+                reason,
+            })?;
+        }
         if self.etcd_lease_ttl_s < 1 {
             return Err(ConfigError::Invalid {
                 field: "etcd_lease_ttl_s",
@@ -371,6 +402,26 @@ impl Config {
             });
         }
         Ok(())
+    }
+
+    /// The API token: `http_token`, or the contents of `http_token_file` (read now).
+    pub fn api_token(&self) -> Result<Option<String>, ConfigError> {
+        if let Some(t) = &self.http_token {
+            return Ok(Some(t.clone()));
+        }
+        let Some(path) = &self.http_token_file else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let token = text.trim().to_owned();
+        check_token(&token).map_err(|reason| ConfigError::Invalid {
+            field: "http_token_file",
+            reason,
+        })?;
+        Ok(Some(token))
     }
 
     pub fn store_spec(&self) -> Result<StoreSpec, ConfigError> {
@@ -400,6 +451,17 @@ impl Config {
     pub fn lldp_missing_after(&self) -> Duration {
         Duration::from_millis(self.lldp_interval_ms * u64::from(self.lldp_missing_periods))
     }
+}
+
+/// A token an HTTP header can carry and nobody guesses.
+fn check_token(t: &str) -> Result<(), String> {
+    if t.len() < 16 {
+        return Err("at least 16 characters (e.g. `openssl rand -hex 32`)".into());
+    }
+    if !t.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("printable ASCII without spaces only".into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -445,6 +507,12 @@ mod tests {
         let single = Config::load(&dir.join("controller-single.toml")).unwrap();
         assert_eq!(single.max_unidentified_peers, 1024);
         assert_eq!(single.sync_method, SyncMethod::Auto);
+        assert!(single.state_file.is_some(), "drains survive a restart");
+        assert_eq!(
+            single.api_token().unwrap(),
+            None,
+            "writes stay off until a token exists"
+        );
         let ha = Config::load(&dir.join("controller-ha.yaml")).unwrap();
         assert!(matches!(ha.store_spec().unwrap(), StoreSpec::Etcd(_)));
         assert!(matches!(
@@ -457,6 +525,69 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn api_token_from_the_config_or_a_file() {
+        let c = Config::with_fabric("x");
+        assert_eq!(c.api_token().unwrap(), None);
+        let f = write("token", "  0123456789abcdef0123\n");
+        let c = Config::load(&write(
+            "t.toml",
+            &format!("fabric = \"x\"\nhttp_token_file = {f:?}\n"),
+        ))
+        .unwrap();
+        assert_eq!(
+            c.api_token().unwrap().as_deref(),
+            Some("0123456789abcdef0123")
+        );
+        let c = Config::load(&write(
+            "t2.toml",
+            "fabric = \"x\"\nhttp_token = \"0123456789abcdef\"\n",
+        ))
+        .unwrap();
+        assert_eq!(c.api_token().unwrap().as_deref(), Some("0123456789abcdef"));
+        for (name, text) in [
+            ("t3.toml", "fabric = \"x\"\nhttp_token = \"short\"\n"),
+            (
+                "t4.toml",
+                "fabric = \"x\"\nhttp_token = \"0123456789 abcdef\"\n",
+            ),
+            (
+                "t5.toml",
+                "fabric = \"x\"\nhttp_token = \"0123456789abcdef\"\nhttp_token_file = \"/x\"\n",
+            ),
+        ] {
+            assert!(
+                matches!(
+                    Config::load(&write(name, text)),
+                    Err(ConfigError::Invalid {
+                        field: "http_token",
+                        ..
+                    })
+                ),
+                "{text}"
+            );
+        }
+        let short = write("short-token", "abc\n");
+        let c = Config::load(&write(
+            "t6.toml",
+            &format!("fabric = \"x\"\nhttp_token_file = {short:?}\n"),
+        ))
+        .unwrap();
+        assert!(matches!(
+            c.api_token(),
+            Err(ConfigError::Invalid {
+                field: "http_token_file",
+                ..
+            })
+        ));
+        let missing = Config::load(&write(
+            "t7.toml",
+            "fabric = \"x\"\nhttp_token_file = \"/nonexistent/token\"\n",
+        ))
+        .unwrap();
+        assert!(matches!(missing.api_token(), Err(ConfigError::Read { .. })));
     }
 
     #[test]

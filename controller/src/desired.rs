@@ -14,10 +14,10 @@ use std::fmt;
 
 use fabricflow_proto::openflow::flow::FlowMod;
 use fabricflow_proto::openflow::group::GroupMod;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One end of a link: a switch port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Endpoint {
     pub dpid: u64,
     pub port: u32,
@@ -34,7 +34,7 @@ pub type ExpectedPeer = Endpoint;
 
 /// A fabric link (switch to switch) as the runtime knows it: its two endpoints by dpid, the
 /// smaller first (so `a–b` and `b–a` are one link). The model's link is [`crate::topology::Link`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct LinkId {
     pub a: Endpoint,
     pub b: Endpoint,

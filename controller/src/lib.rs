@@ -30,9 +30,11 @@ pub mod topology;
 pub mod traffic;
 
 pub mod config;
+pub mod ctl;
 pub mod desired;
 pub mod http;
 pub mod metrics;
+pub mod operator;
 pub mod service;
 pub mod session;
 pub mod shared;

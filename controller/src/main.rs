@@ -11,7 +11,9 @@
 //! `topology` prints the fabric as JSON and `traffic` the flows of a traffic pattern (both for the
 //! Mininet harness). `bound` prints the throughput optimum of a pattern on a fabric (the ceiling
 //! of each routing mode, `fabricflow_controller::bound`) as a table or JSON. `run --config FILE` runs the controller service: OpenFlow to every switch,
-//! HTTP API and metrics, memory or etcd store.
+//! HTTP API and metrics, memory or etcd store. `ctl …` drives a running controller through its
+//! HTTP API: drain and undrain links and switches, freeze and unfreeze a switch's weights,
+//! resync, list links.
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,7 +29,7 @@ use fabricflow_controller::plan::{Lossless, SwitchPlan};
 use fabricflow_controller::planner::FabricPlanner;
 use fabricflow_controller::service::Controller;
 use fabricflow_controller::traffic::Pattern;
-use fabricflow_controller::{ofctl, Addressing, Fabric, Plan, PlanOptions, TopologySpec};
+use fabricflow_controller::{ctl, ofctl, Addressing, Fabric, Plan, PlanOptions, TopologySpec};
 
 /// jemalloc gives freed pages back to the kernel (decay set in `.cargo/config.toml`); glibc's
 /// per-thread arenas keep the peak of every connection storm, and a controller that survived a
@@ -86,6 +88,155 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    /// Operator actions on a running controller, through its HTTP API.
+    Ctl(CtlArgs),
+}
+
+/// Arguments of `ctl`. The token is `--token`, `--token-file`, `$FABRICFLOW_API_TOKEN` or the
+/// controller config's, first found.
+#[derive(Debug, Args)]
+struct CtlArgs {
+    /// The controller's API, http://HOST:PORT (default: `http_listen` of --config, else
+    /// 127.0.0.1:9653).
+    #[arg(long)]
+    url: Option<String>,
+    /// The controller's config file: its API address and token.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Bearer token (visible to `ps`: prefer --token-file or the environment).
+    #[arg(long, conflicts_with = "token_file")]
+    token: Option<String>,
+    /// File holding the bearer token.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Print the API's JSON answer.
+    #[arg(long)]
+    json: bool,
+    #[command(subcommand)]
+    action: CtlAction,
+}
+
+#[derive(Debug, Subcommand)]
+enum CtlAction {
+    /// Every fabric link with its health (up, down, lldp_missing, miswired, drained).
+    Links,
+    /// Drained links and switches, frozen switches.
+    Status,
+    /// Take a link out of service before working on it: the fabric is re-planned around it as
+    /// for a failure, hitlessly. LINK: one end as SWITCH:PORT (name or hex dpid), or an id from
+    /// `links`.
+    DrainLink { link: String },
+    /// Put a drained link back into service (if healthy).
+    UndrainLink { link: String },
+    /// Drain every fabric link of a switch (its own hosts lose the fabric).
+    DrainSwitch { switch: String },
+    /// Put a drained switch's links back into service (those drained one by one stay so).
+    UndrainSwitch { switch: String },
+    /// Stop the switch's agent from changing bucket weights (takes effect at its next plan
+    /// read, `runtime.plan_refresh_period_us`, 5 s by default).
+    Freeze { switch: String },
+    /// Let the switch's agent change weights again (from its policy's P).
+    Unfreeze { switch: String },
+    /// Dump and diff a switch again (every switch without SWITCH); unchanged ones get nothing.
+    Resync { switch: Option<String> },
+}
+
+impl CtlAction {
+    fn command(self) -> ctl::Command {
+        match self {
+            CtlAction::Links => ctl::Command::Links,
+            CtlAction::Status => ctl::Command::Status,
+            CtlAction::DrainLink { link } => ctl::Command::DrainLink(link),
+            CtlAction::UndrainLink { link } => ctl::Command::UndrainLink(link),
+            CtlAction::DrainSwitch { switch } => ctl::Command::DrainSwitch(switch),
+            CtlAction::UndrainSwitch { switch } => ctl::Command::UndrainSwitch(switch),
+            CtlAction::Freeze { switch } => ctl::Command::Freeze(switch),
+            CtlAction::Unfreeze { switch } => ctl::Command::Unfreeze(switch),
+            CtlAction::Resync { switch } => ctl::Command::Resync(switch),
+        }
+    }
+}
+
+fn run_ctl(args: CtlArgs) -> anyhow::Result<()> {
+    let cfg = args.config.as_deref().map(Config::load).transpose()?;
+    let url = match (&args.url, &cfg) {
+        (Some(u), _) => u.clone(),
+        (None, Some(c)) => {
+            let mut a = c.http_listen;
+            if a.ip().is_unspecified() {
+                a.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            format!("http://{a}")
+        }
+        (None, None) => "http://127.0.0.1:9653".into(),
+    };
+    let token = match (&args.token, &args.token_file) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(f)) => Some(
+            std::fs::read_to_string(f)
+                .with_context(|| format!("token file {}", f.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        (None, None) => match std::env::var("FABRICFLOW_API_TOKEN") {
+            Ok(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
+            _ => cfg.as_ref().map(Config::api_token).transpose()?.flatten(),
+        },
+    };
+    let client = ctl::ApiClient::new(&url, token)?;
+    let cmd = args.action.command();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    let answer = rt.block_on(client.run(&cmd))?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&answer)?
+    } else {
+        ctl_summary(&cmd, &answer)
+    };
+    write_stdout(&format!("{text}\n"))
+}
+
+/// A line per link, or what an action did.
+fn ctl_summary(cmd: &ctl::Command, answer: &serde_json::Value) -> String {
+    let s = |v: &serde_json::Value| v.as_str().unwrap_or("-").to_owned();
+    match cmd {
+        ctl::Command::Links => {
+            let mut out = format!("{:<40} {:<13} drained", "link", "health");
+            for l in answer.as_array().into_iter().flatten() {
+                out.push_str(&format!(
+                    "\n{:<40} {:<13} {}",
+                    s(&l["id"]),
+                    s(&l["health"]),
+                    if l["drained"] == true { "yes" } else { "no" }
+                ));
+            }
+            out
+        }
+        ctl::Command::Status => serde_json::to_string_pretty(answer).unwrap_or_default(),
+        _ => {
+            let o = &answer["outcome"];
+            let what = if o["changed"] == true {
+                "done"
+            } else {
+                "already so"
+            };
+            let mut line = format!(
+                "{} {}: {what}, plan {}",
+                s(&o["action"]),
+                answer["target"],
+                o["plan_version"]
+            );
+            if o["action"] == "resync" {
+                line = format!(
+                    "resync {}: {} connection(s) asked",
+                    answer["target"], o["resync_requests"]
+                );
+            }
+            line
+        }
+    }
 }
 
 /// The plan source for a configured fabric: the planner for `dragonfly:…`, `fattree:…` and
@@ -392,6 +543,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Bound(args) => print_bound(args),
         Command::Run { config } => run_service(config),
+        Command::Ctl(args) => run_ctl(args),
         Command::Plan(args) => print_plan(args),
     }
 }

@@ -4,6 +4,7 @@ use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
@@ -33,6 +34,11 @@ pub struct Metrics {
     pub store_up: Gauge,
     pub store_errors: Counter,
     pub replans: Counter,
+    pub links_drained: Gauge,
+    /// Operator actions carried out, by `action` ([`crate::operator::Action::label`]).
+    pub operator_actions: Family<Vec<(&'static str, &'static str)>, Counter>,
+    /// API write requests refused, by `reason` (disabled, missing, wrong, not_leader).
+    pub api_refused: Family<Vec<(&'static str, &'static str)>, Counter>,
 }
 
 impl Default for Metrics {
@@ -60,6 +66,9 @@ impl Default for Metrics {
             store_up: Gauge::default(),
             store_errors: Counter::default(),
             replans: Counter::default(),
+            links_drained: Gauge::default(),
+            operator_actions: Family::default(),
+            api_refused: Family::default(),
         }
     }
 }
@@ -151,6 +160,25 @@ impl Metrics {
         r.register("store_up", "1 when the store is reachable", m.store_up);
         r.register("store_errors", "Failed store operations", m.store_errors);
         r.register("replans", "Plans computed", m.replans);
+        r.register(
+            "links_drained",
+            "Healthy fabric links the operator drained",
+            m.links_drained,
+        );
+        for action in crate::operator::Action::LABELS {
+            // Every action present from the start, so a rate() never misses the first one.
+            let _ = m.operator_actions.get_or_create(&vec![("action", action)]);
+        }
+        r.register(
+            "operator_actions",
+            "Operator actions carried out through the API",
+            m.operator_actions,
+        );
+        r.register(
+            "api_refused",
+            "API write requests refused (disabled, missing or wrong token, not the leader)",
+            m.api_refused,
+        );
         r
     }
 
@@ -177,6 +205,18 @@ mod tests {
         );
         assert!(
             t.contains("fabricflow_controller_sync_duration_seconds_bucket"),
+            "{t}"
+        );
+        m.operator_actions
+            .get_or_create(&vec![("action", "drain_link")])
+            .inc();
+        let t = m.render();
+        assert!(
+            t.contains("fabricflow_controller_operator_actions_total{action=\"drain_link\"} 1"),
+            "{t}"
+        );
+        assert!(
+            t.contains("fabricflow_controller_operator_actions_total{action=\"freeze\"} 0"),
             "{t}"
         );
     }

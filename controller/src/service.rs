@@ -39,6 +39,10 @@ pub enum ServiceError {
     Store(#[from] crate::store::StoreError),
 }
 
+/// Resync requests queued per connection before the oldest are dropped (a connection that lags
+/// that far resyncs anyway).
+const RESYNC_QUEUE: usize = 64;
+
 fn role_for(l: Leadership) -> RoleWanted {
     match l {
         Leadership::Standalone => RoleWanted::Equal,
@@ -65,7 +69,10 @@ impl Controller {
     ) -> Result<Controller, ServiceError> {
         cfg.validate()?;
         let store: Arc<dyn Store> = match cfg.store_spec()? {
-            StoreSpec::Memory => Arc::new(MemoryStore::default()),
+            StoreSpec::Memory => match &cfg.state_file {
+                Some(path) => Arc::new(MemoryStore::with_state_file(path.clone())?),
+                None => Arc::new(MemoryStore::default()),
+            },
             StoreSpec::Etcd(eps) => Arc::new(
                 EtcdStore::connect(eps, cfg.controller_id.clone(), cfg.etcd_lease_ttl_s).await?,
             ),
@@ -74,8 +81,16 @@ impl Controller {
             Some(t) => Some(crate::tls::tls_acceptor(t).map_err(ServiceError::Tls)?),
             None => None,
         };
+        let api_token = cfg.api_token()?;
+        if api_token.is_some() && !cfg.http_listen.ip().is_loopback() {
+            warn!(addr = %cfg.http_listen,
+                  "the API's write token travels in clear over plain HTTP on a non-loopback address");
+        }
         let links = planner.links();
         let shared = Arc::new(Shared {
+            api_token,
+            resync: tokio::sync::broadcast::Sender::new(RESYNC_QUEUE),
+            operator_lock: tokio::sync::Mutex::new(()),
             session_cfg: cfg.session(),
             planner,
             state: Mutex::new(State {
@@ -89,7 +104,10 @@ impl Controller {
             started: SystemTime::now(),
             cfg,
         });
-        shared.replan();
+        // The operator's drains and freezes come back before the first plan reaches a switch.
+        if !shared.load_operator().await? {
+            shared.replan();
+        }
 
         let of = TcpListener::bind(shared.cfg.openflow_listen)
             .await
@@ -148,12 +166,20 @@ async fn housekeeping(shared: Arc<Shared>) {
     let mut leadership = shared.leadership.clone();
     let mut last_publish = Instant::now() - Duration::from_secs(3600);
     let mut published_fabric = false;
+    let mut was_writer = leadership.borrow().writes();
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = leadership.changed() => {}
         }
         let l = *leadership.borrow_and_update();
+        if l.writes() && !was_writer {
+            // The previous leader may have drained or frozen something since this one read.
+            if let Err(e) = shared.load_operator().await {
+                warn!(error = %e, "cannot read the operator state: keeping the one known");
+            }
+        }
+        was_writer = l.writes();
         let m = &shared.metrics;
         m.leader.set(i64::from(l.writes()));
         m.generation.set(match l {
@@ -333,6 +359,8 @@ async fn run_connection<S>(
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut plan_rx = shared.plan.subscribe();
     let mut role_rx = shared.leadership.clone();
+    let mut resync_rx = shared.resync.subscribe();
+    let mut resync_open = true;
     let now = Instant::now();
     let role = role_for(*role_rx.borrow_and_update());
     let mut session = Session::new(shared.session_cfg.clone(), role, now);
@@ -417,6 +445,21 @@ async fn run_connection<S>(
                         let plan = plan_rx.borrow_and_update().clone();
                         session.set_desired(plan.switches.get(&d).cloned(), Instant::now());
                     }
+                }
+            }
+            r = resync_rx.recv(), if resync_open => {
+                use tokio::sync::broadcast::error::RecvError;
+                let wanted = match r {
+                    Ok(target) => dpid.is_some() && (target.is_none() || target == dpid),
+                    Err(RecvError::Lagged(_)) => dpid.is_some(),
+                    Err(RecvError::Closed) => {
+                        resync_open = false;
+                        false
+                    }
+                };
+                if wanted {
+                    info!(dpid = %format!("{:016x}", dpid.unwrap_or_default()), "resync requested by the operator");
+                    session.resync(Instant::now());
                 }
             }
             r = role_rx.changed() => {

@@ -7,20 +7,22 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
-use tokio::sync::watch;
-use tracing::info;
+use tokio::sync::{broadcast, watch};
+use tracing::{info, warn};
 
 use crate::config::Config;
 use crate::desired::{DesiredSwitch, LinkId, PlanSource};
 use crate::metrics::Metrics;
+use crate::operator::{Action, OperatorState};
 use crate::session::{RoleWanted, SessionConfig};
-use crate::store::{Leadership, Store};
+use crate::store::{Leadership, Store, StoreError};
 use crate::sync::links::{LinkMonitor, LinkReport};
 
-/// One plan: every switch's desired state for one failed-link set.
+/// One plan: every switch's desired state for one out-of-service link set.
 #[derive(Debug, Default)]
 pub struct ActivePlan {
     pub version: u64,
+    /// Links out of service: unhealthy or drained (what the planner was given).
     pub failed: BTreeSet<LinkId>,
     pub switches: BTreeMap<u64, Arc<DesiredSwitch>>,
 }
@@ -49,6 +51,8 @@ pub(crate) struct State {
     /// Connection ids per dpid currently up (a switch may reconnect before the old one closes).
     pub(crate) conns: BTreeMap<u64, BTreeSet<u64>>,
     pub(crate) recent_closes: VecDeque<(String, String)>,
+    /// The operator's drains and freezes (persisted under [`crate::operator::STORE_KEY`]).
+    pub(crate) operator: OperatorState,
 }
 
 impl SwitchStatus {
@@ -82,6 +86,33 @@ pub struct Shared {
     pub(crate) plan: watch::Sender<Arc<ActivePlan>>,
     pub(crate) leadership: watch::Receiver<Leadership>,
     pub(crate) started: SystemTime,
+    /// Bearer token of the API's write actions (`None`: disabled).
+    pub(crate) api_token: Option<String>,
+    /// Resync requests to the connections: a dpid, or `None` for every switch.
+    pub(crate) resync: broadcast::Sender<Option<u64>>,
+    /// Serialises operator actions (each persists before it applies).
+    pub(crate) operator_lock: tokio::sync::Mutex<()>,
+}
+
+/// Why an operator action was not carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    #[error("this controller is a follower: send write actions to the leader")]
+    NotLeader,
+    #[error("not applied: the store did not keep it ({0})")]
+    Store(#[from] StoreError),
+}
+
+/// What an operator action did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ActionOutcome {
+    pub action: &'static str,
+    /// Whether the operator state changed (a repeated drain does not).
+    pub changed: bool,
+    /// The plan in force afterwards.
+    pub plan_version: u64,
+    /// Identified switch connections asked to resync (resync only).
+    pub resync_requests: usize,
 }
 
 impl std::fmt::Debug for Shared {
@@ -135,6 +166,112 @@ impl Shared {
         self.state().links.report()
     }
 
+    /// The operator's drains and freezes.
+    pub fn operator_state(&self) -> OperatorState {
+        self.state().operator.clone()
+    }
+
+    /// Planned switches by dpid with their names (to resolve operator targets).
+    pub fn switch_names(&self) -> BTreeMap<u64, String> {
+        self.plan()
+            .switches
+            .iter()
+            .map(|(d, s)| (*d, s.name.clone()))
+            .collect()
+    }
+
+    /// Every fabric link.
+    pub fn link_ids(&self) -> Vec<LinkId> {
+        self.state().links.links().copied().collect()
+    }
+
+    /// Carries out `action`: a changed state is written to the store first (so what is applied
+    /// is what a restart finds), then the fabric is re-planned; a resync asks the switch's
+    /// connections to dump and diff again. Only the controller that writes to switches acts.
+    pub async fn operator_action(&self, action: Action) -> Result<ActionOutcome, OperatorError> {
+        if !self.leadership().writes() {
+            return Err(OperatorError::NotLeader);
+        }
+        let _serial = self.operator_lock.lock().await;
+        let mut resync_requests = 0;
+        let mut next = self.operator_state();
+        let changed = next.apply(action);
+        if let Action::Resync(target) = action {
+            resync_requests = {
+                let st = self.state();
+                match target {
+                    Some(d) => st.conns.get(&d).map_or(0, BTreeSet::len),
+                    None => st.conns.values().map(BTreeSet::len).sum(),
+                }
+            };
+            // No receiver means no connection: nothing to resync.
+            let _ = self.resync.send(target);
+        } else if changed {
+            let json = serde_json::to_string(&next).unwrap_or_default();
+            if let Err(e) = self
+                .store
+                .put(crate::operator::STORE_KEY.to_owned(), json)
+                .await
+            {
+                self.metrics.store_errors.inc();
+                return Err(e.into());
+            }
+            self.set_operator(next);
+        }
+        self.metrics
+            .operator_actions
+            .get_or_create(&vec![("action", action.label())])
+            .inc();
+        info!(action = action.label(), target = ?action, changed, "operator action");
+        Ok(ActionOutcome {
+            action: action.label(),
+            changed,
+            plan_version: self.plan().version,
+            resync_requests,
+        })
+    }
+
+    /// Installs `op` as the operator state and re-plans.
+    pub(crate) fn set_operator(&self, op: OperatorState) {
+        {
+            let mut st = self.state();
+            let drained = op.drained(st.links.links());
+            st.links.set_drained(drained);
+            st.operator = op;
+        }
+        self.replan();
+    }
+
+    /// Reads the operator state from the store (at start, and when this controller becomes the
+    /// writer: the previous leader may have changed it). Returns whether it differed.
+    pub(crate) async fn load_operator(&self) -> Result<bool, StoreError> {
+        let kvs = self
+            .store
+            .list(crate::operator::STORE_KEY.to_owned())
+            .await?;
+        let Some((_, json)) = kvs.iter().find(|(k, _)| k == crate::operator::STORE_KEY) else {
+            return Ok(false);
+        };
+        let op: OperatorState = match serde_json::from_str(json) {
+            Ok(op) => op,
+            Err(e) => {
+                warn!(error = %e, "operator state in the store does not parse: ignored");
+                return Ok(false);
+            }
+        };
+        if op == self.operator_state() {
+            return Ok(false);
+        }
+        info!(
+            drained_links = op.drained_links.len(),
+            drained_switches = op.drained_switches.len(),
+            frozen_switches = op.frozen_switches.len(),
+            "operator state loaded from the store"
+        );
+        self.set_operator(op);
+        Ok(true)
+    }
+
     pub fn recent_closes(&self) -> Vec<(String, String)> {
         self.state().recent_closes.iter().cloned().collect()
     }
@@ -142,8 +279,12 @@ impl Shared {
     /// Recomputes the plan from the current failed-link set; sessions resync the switches
     /// whose desired state changed.
     pub fn replan(&self) {
-        let failed = self.state().links.failed();
+        let (failed, operator) = {
+            let st = self.state();
+            (st.links.failed(), st.operator.clone())
+        };
         let mut switches = self.planner.plan(&failed);
+        operator.mark_frozen(&mut switches, self.cfg.cookie);
         let old = self.plan();
         let mut next = BTreeMap::new();
         for (dpid, d) in std::mem::take(&mut switches) {
@@ -174,12 +315,13 @@ impl Shared {
     }
 
     pub(crate) fn update_link_metrics(&self) {
-        let [up, down, missing, miswired] = self.state().links.counts();
+        let [up, down, missing, miswired, drained] = self.state().links.counts();
         let m = &self.metrics;
         m.links_up.set(up as i64);
         m.links_down.set(down as i64);
         m.links_lldp_missing.set(missing as i64);
         m.links_miswired.set(miswired as i64);
+        m.links_drained.set(drained as i64);
     }
 
     pub(crate) fn update_switch_metrics(&self) {

@@ -23,3 +23,12 @@ pub mod table {
     /// Transit: minimal forwarding.
     pub const TRANSIT: u8 = 2;
 }
+
+/// The freeze marker: a controller flow (plan cookie) in the classify table matching this
+/// `metadata` value, which no packet can carry there (the pipeline starts every packet with
+/// metadata 0 and the plan never writes it). Its presence on a switch tells the switch's agent
+/// to stop changing bucket weights: the operator's freeze travels in-band, through the one
+/// channel both sides already share, and survives a restart of either.
+pub const FREEZE_MARKER_METADATA: u64 = 0x0fab_f2ee_2e00_0001;
+/// Priority of the freeze marker (its match cannot hit a packet, so any value is inert).
+pub const FREEZE_MARKER_PRIORITY: u16 = 1;

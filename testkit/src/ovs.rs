@@ -298,6 +298,11 @@ impl Host {
         &self.ip
     }
 
+    /// The host's network namespace (for commands run in the background).
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
     /// `count` pings (50 ms apart, 1 s wait) to `ip`; how many were answered.
     pub fn ping(&self, ip: &str, count: u32) -> u32 {
         let out = Command::new("ip")

@@ -401,3 +401,53 @@ fn a_cnm_from_a_host_port_changes_nothing() {
     assert_eq!(f.switch(dpid).unwrap().counters().group_modifies, writes);
     assert_eq!(f.agent(dpid).unwrap().counters().cnm_received, 0);
 }
+
+#[test]
+fn the_controllers_freeze_marker_stops_weight_writes_across_an_agent_restart_until_removed() {
+    let mut f = with_agents();
+    let (dpid, src, dst, port) = culprit_pair(&f);
+    let group = group_towards(&f, dpid, port);
+    let plain = (**f.desired(dpid).unwrap()).clone();
+    let mut frozen = plain.clone();
+    frozen
+        .flows
+        .push(fabricflow_controller::operator::freeze_marker(
+            plain.flows[0].cookie,
+        ));
+    let frozen_seen = |f: &InProcessFabric| f.agent(dpid).unwrap().status().frozen;
+
+    // The operator freezes: the marker reaches the switch, the agent's next plan read sees it.
+    f.set_desired(dpid, Some(frozen)).unwrap();
+    assert!(f.run_until(10 * S, 10 * MS, frozen_seen));
+    assert!(holds_desired(&f, dpid));
+    let before = f.switch(dpid).unwrap().weights(group).unwrap();
+    let writes = f.switch(dpid).unwrap().counters().group_modifies;
+    let p = f.agent(dpid).unwrap().policy().p_percent(port);
+    f.deliver_frame(dpid, port, &cnm(src, dst, 63)).unwrap();
+    f.advance(5 * MS);
+    assert_eq!(f.agent(dpid).unwrap().counters().cnm_received, 1);
+    assert_eq!(f.agent(dpid).unwrap().policy().p_percent(port), p);
+    assert_eq!(f.switch(dpid).unwrap().weights(group).unwrap(), before);
+    assert_eq!(f.switch(dpid).unwrap().counters().group_modifies, writes);
+
+    // A restarted agent finds the marker on the switch and stays frozen.
+    f.disconnect_agent(dpid).unwrap();
+    f.connect_agent(dpid, &agent_config()).unwrap();
+    assert!(f.run_until(10 * S, 10 * MS, |f| f
+        .agent(dpid)
+        .unwrap()
+        .status()
+        .plan_ready));
+    assert!(frozen_seen(&f));
+    f.deliver_frame(dpid, port, &cnm(src, dst, 63)).unwrap();
+    f.advance(5 * MS);
+    assert_eq!(f.switch(dpid).unwrap().weights(group).unwrap(), before);
+
+    // Unfrozen: the next CNM cuts the minimal bucket again.
+    f.set_desired(dpid, Some(plain)).unwrap();
+    assert!(f.run_until(10 * S, 10 * MS, |f| !frozen_seen(f)));
+    f.deliver_frame(dpid, port, &cnm(src, dst, 63)).unwrap();
+    f.advance(5 * MS);
+    let after = f.switch(dpid).unwrap().weights(group).unwrap();
+    assert!(after[0] < before[0], "{before:?} → {after:?}");
+}

@@ -252,7 +252,7 @@ fn seconds(ns: u64) -> f64 {
 }
 
 /// Every family, in exposition order.
-const FAMILIES: [Family; 25] = [
+const FAMILIES: [Family; 26] = [
     family(
         Gauge,
         "fabricflow_agent_connected",
@@ -264,6 +264,12 @@ const FAMILIES: [Family; 25] = [
         "fabricflow_agent_plan_ready",
         "1 once the controller's plan is learned (it may have no decision point).",
         |v| per_switch(v.session.plan_ready),
+    ),
+    family(
+        Gauge,
+        "fabricflow_agent_frozen",
+        "1 while the operator has frozen the switch's weights (controller freeze marker).",
+        |v| per_switch(v.session.frozen),
     ),
     family(
         Gauge,
@@ -452,6 +458,7 @@ mod tests {
             session: SessionStatus {
                 connected: true,
                 plan_ready: true,
+                frozen: true,
                 ports: vec![
                     PortStatus {
                         port: 3,
@@ -607,6 +614,10 @@ fabricflow_agent_connected{switch="s1"} 0
 # TYPE fabricflow_agent_plan_ready gauge
 fabricflow_agent_plan_ready{switch="s0"} 1
 fabricflow_agent_plan_ready{switch="s1"} 0
+# HELP fabricflow_agent_frozen 1 while the operator has frozen the switch's weights (controller freeze marker).
+# TYPE fabricflow_agent_frozen gauge
+fabricflow_agent_frozen{switch="s0"} 1
+fabricflow_agent_frozen{switch="s1"} 0
 # HELP fabricflow_agent_p_percent P(port): probability of minimal routing, percent.
 # TYPE fabricflow_agent_p_percent gauge
 fabricflow_agent_p_percent{switch="s0",port="3"} 50.5

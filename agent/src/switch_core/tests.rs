@@ -274,3 +274,64 @@ fn an_installed_plan_without_decision_points_is_learned_and_writes_nothing() {
     assert_eq!(c.learn(top_plan(), 0, 6 * MS), Learned::Changed);
     assert!(c.weights().installed(1003).is_none());
 }
+
+/// [`plan`] with the controller's freeze marker.
+fn frozen_plan(weights: [u16; 3]) -> LearnedPlan {
+    let mut p = plan(weights);
+    p.frozen = true;
+    p
+}
+
+#[test]
+fn a_frozen_core_writes_nothing_and_keeps_p_until_the_marker_is_gone() {
+    let mut c = core(crate::policy::Variant::SourceProcessing, 10_000);
+    c.learn(plan([255, 0, 1]), 0, 0);
+    c.on_cnm(3, to7(), 64, MS);
+    c.on_cnm(3, to7(), 64, 2 * MS);
+    assert_eq!(writes(&mut c).len(), 1, "one write, one pending");
+    assert!(c.next_deadline_ns().is_some());
+    let p = c.policy().p_percent(3);
+    let installed = c.weights().installed(1003).map(<[u16]>::to_vec);
+
+    assert_eq!(
+        c.learn(frozen_plan([129, 126, 1]), c.write_seq(), 3 * MS),
+        Learned::Unchanged,
+        "the marker is not structure"
+    );
+    assert!(c.is_frozen());
+    assert_eq!(c.next_deadline_ns(), None, "the pending write is held");
+    c.on_cnm(3, to7(), 64, 20 * MS);
+    c.on_bytes(3, 10_000_000, 21 * MS);
+    let sample = CongestionSample {
+        port: 4,
+        qntz_fb: 63,
+        culprit: Culprit {
+            src: mac("02:00:00:02:00:01"),
+            dst: to7(),
+        },
+    };
+    assert_eq!(c.on_congestion(&sample, 22 * MS), CnmRoute::Fabric);
+    c.on_tick(30 * MS);
+    assert!(writes(&mut c).is_empty(), "frozen: no weight write");
+    assert_eq!(c.policy().p_percent(3), p, "frozen: P stands still");
+    // CNM, bytes, the congestion sample (observed + source charge), tick.
+    assert_eq!(c.counters().frozen_events_ignored, 5);
+    assert_eq!(c.counters().cnm_generated, 1, "the CP still signals");
+    // Someone else's weights found while frozen are adopted, not overwritten.
+    c.learn(frozen_plan([200, 55, 1]), c.write_seq(), 40 * MS);
+    assert!(writes(&mut c).is_empty());
+    assert_eq!(c.weights().installed(1003), Some(&[200, 55, 1][..]));
+    assert_ne!(c.weights().installed(1003).map(<[u16]>::to_vec), installed);
+    // A wiped switch says nothing about the freeze.
+    c.learn(LearnedPlan::default(), c.write_seq(), 50 * MS);
+    assert!(c.is_frozen());
+
+    // Thawed: the policy's P is written back, and CNMs act again.
+    c.learn(plan([200, 55, 1]), c.write_seq(), 60 * MS);
+    assert!(!c.is_frozen());
+    let w = writes(&mut c);
+    assert_eq!(w.len(), 1, "P written back on thaw: {w:?}");
+    assert_ne!(w[0].weights, vec![200, 55, 1]);
+    c.on_cnm(3, to7(), 64, 100 * MS);
+    assert!(c.policy().p_percent(3) < p, "CNMs cut P again");
+}

@@ -386,6 +386,14 @@ impl Session {
         self.maybe_sync(now);
     }
 
+    /// The operator asked for a resync: dump and diff again at once (after a sync in flight, and
+    /// cancelling a retry back-off). An unchanged switch receives nothing.
+    pub fn resync(&mut self, now: Instant) {
+        self.dirty = true;
+        self.retry_at = None;
+        self.maybe_sync(now);
+    }
+
     /// The role to hold; a change is sent at once (and a new MASTER resyncs).
     pub fn set_role(&mut self, role: RoleWanted, now: Instant) {
         if role == self.role_wanted {

@@ -4,7 +4,12 @@
 //! [`etcd::EtcdStore`] (state under `/fabricflow/`, leader election under a lease).
 //!
 //! Keys: `fabric` (spec), `links/<id>` (health JSON), `switches/<dpid>` (status JSON),
-//! `agents/<id>` (registrations, written by agents under their own lease).
+//! `agents/<id>` (registrations, written by agents under their own lease), `operator/state`
+//! (the operator's drains and freezes, [`crate::operator::OperatorState`]).
+//!
+//! Everything but the operator's keys ([`DURABLE_PREFIX`]) is republished from the switches
+//! within seconds; those are decisions nobody can re-derive, so a memory store given a state
+//! file keeps them there.
 
 pub mod etcd;
 pub mod memory;
@@ -18,11 +23,16 @@ use tokio::sync::watch;
 /// A boxed future (keeps [`Store`] object-safe without an extra crate).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Keys under this prefix are the operator's decisions: durable in every store.
+pub const DURABLE_PREFIX: &str = "operator/";
+
 /// A store operation failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     #[error("etcd: {0}")]
     Etcd(String),
+    #[error("state file {path}: {reason}")]
+    File { path: String, reason: String },
 }
 
 /// Who writes to the switches.

@@ -2,9 +2,10 @@
 //!
 //! A link is failed when either end's port is down, when LLDP from the expected peer has not
 //! been seen on an end for `missing_after` while both switches were connected and probing, or
-//! when an end hears LLDP from the wrong peer (miswired). OVS sends several PORT_STATUS
-//! messages per event; every input here is idempotent and reports whether the failed set
-//! changed.
+//! when an end hears LLDP from the wrong peer (miswired). A link the operator drained is out of
+//! service too, whatever its health: the planner gets both sets as one. OVS sends several
+//! PORT_STATUS messages per event; every input here is idempotent and reports whether the
+//! out-of-service set changed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -21,6 +22,8 @@ pub enum LinkHealth {
     Down,
     LldpMissing,
     Miswired,
+    /// Healthy, but taken out of service by the operator.
+    Drained,
 }
 
 /// One link in the API.
@@ -30,6 +33,8 @@ pub struct LinkReport {
     pub a: Endpoint,
     pub b: Endpoint,
     pub health: LinkHealth,
+    /// Out of service by the operator's drain (reported even when the link is also down).
+    pub drained: bool,
     /// For a miswired link: what each miswired end actually hears.
     pub miswired: Vec<(Endpoint, Endpoint)>,
     pub ports_down: Vec<Endpoint>,
@@ -53,6 +58,8 @@ pub struct LinkMonitor {
     /// When each switch became able to probe (connected, writing, desired known).
     probing_since: BTreeMap<u64, Instant>,
     missing_after: Duration,
+    /// Links the operator drained.
+    drained: BTreeSet<LinkId>,
 }
 
 impl LinkMonitor {
@@ -71,7 +78,20 @@ impl LinkMonitor {
         m
     }
 
-    /// The links currently out of service.
+    /// Every fabric link.
+    pub fn links(&self) -> impl Iterator<Item = &LinkId> + '_ {
+        self.links.iter()
+    }
+
+    /// The links the operator drained (unknown ones are ignored). Returns whether the
+    /// out-of-service set changed.
+    pub fn set_drained(&mut self, drained: BTreeSet<LinkId>) -> bool {
+        let before = self.failed();
+        self.drained = drained.intersection(&self.links).copied().collect();
+        before != self.failed()
+    }
+
+    /// The links currently out of service: unhealthy or drained.
     pub fn failed(&self) -> BTreeSet<LinkId> {
         self.links
             .iter()
@@ -88,6 +108,8 @@ impl LinkMonitor {
             LinkHealth::Miswired
         } else if ends.iter().flatten().any(|e| e.lldp_missing) {
             LinkHealth::LldpMissing
+        } else if self.drained.contains(l) {
+            LinkHealth::Drained
         } else {
             LinkHealth::Up
         }
@@ -169,6 +191,7 @@ impl LinkMonitor {
                     a: l.a,
                     b: l.b,
                     health: self.health(l),
+                    drained: self.drained.contains(l),
                     miswired: ends
                         .iter()
                         .filter_map(|ep| st(ep).miswired.map(|h| (*ep, h)))
@@ -184,15 +207,16 @@ impl LinkMonitor {
             .collect()
     }
 
-    /// Counts by health (up, down, lldp missing, miswired).
-    pub fn counts(&self) -> [usize; 4] {
-        let mut c = [0usize; 4];
+    /// Counts by health (up, down, lldp missing, miswired, drained).
+    pub fn counts(&self) -> [usize; 5] {
+        let mut c = [0usize; 5];
         for l in &self.links {
             let i = match self.health(l) {
                 LinkHealth::Up => 0,
                 LinkHealth::Down => 1,
                 LinkHealth::LldpMissing => 2,
                 LinkHealth::Miswired => 3,
+                LinkHealth::Drained => 4,
             };
             if let Some(x) = c.get_mut(i) {
                 *x += 1;
@@ -256,8 +280,31 @@ mod tests {
         let mut m = mon();
         assert!(m.lldp(ep(1, 3), ep(3, 2), t0));
         assert_eq!(m.report()[0].health, LinkHealth::Miswired);
-        assert_eq!(m.counts(), [1, 0, 0, 1]);
+        assert_eq!(m.counts(), [1, 0, 0, 1, 0]);
         assert!(m.lldp(ep(1, 3), ep(2, 2), t0));
         assert!(m.failed().is_empty());
+    }
+
+    #[test]
+    fn a_drained_link_is_out_of_service_and_reported_apart_from_down() {
+        let mut m = mon();
+        let l = LinkId::new(ep(1, 3), ep(2, 2));
+        assert!(m.set_drained(BTreeSet::from([l, LinkId::new(ep(8, 1), ep(9, 1))])));
+        assert!(
+            !m.set_drained(BTreeSet::from([l])),
+            "the unknown link is ignored"
+        );
+        assert_eq!(m.failed(), BTreeSet::from([l]));
+        assert_eq!(m.report()[0].health, LinkHealth::Drained);
+        assert!(m.report()[0].drained && !m.report()[1].drained);
+        assert_eq!(m.counts(), [1, 0, 0, 0, 1]);
+        // Down while drained: reported down (and still drained), the planner's input unchanged.
+        assert!(!m.port_state(ep(1, 3), false));
+        assert_eq!(m.report()[0].health, LinkHealth::Down);
+        assert!(m.report()[0].drained);
+        assert!(!m.port_state(ep(1, 3), true));
+        assert!(m.set_drained(BTreeSet::new()));
+        assert!(m.failed().is_empty());
+        assert_eq!(m.report()[0].health, LinkHealth::Up);
     }
 }

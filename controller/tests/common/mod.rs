@@ -18,6 +18,8 @@ use fabricflow_controller::service::Controller;
 
 pub const COOKIE: u64 = 0x00ff_f10f_0000_0001;
 
+pub mod testbed;
+
 #[allow(unused_imports)]
 pub use fabricflow_testkit::ovs::sh;
 use fabricflow_testkit::ovs::{self, Bridge, PortKind};
