@@ -79,6 +79,12 @@ pub struct DesiredSwitch {
 pub trait PlanSource: Send + Sync {
     /// Every switch's desired state with the links in `failed_links` out of service.
     fn plan(&self, failed_links: &BTreeSet<LinkId>) -> BTreeMap<u64, DesiredSwitch>;
+    /// Whether a plan exists with `failed_links` out of service (an operator's drain is refused
+    /// when not: [`plan`](Self::plan) would keep the previous plan and the drain do nothing).
+    fn check(&self, failed_links: &BTreeSet<LinkId>) -> Result<(), String> {
+        let _ = failed_links;
+        Ok(())
+    }
     /// Every fabric link of the topology (failed or not); host links are not probed.
     fn links(&self) -> Vec<LinkId>;
 }

@@ -114,6 +114,13 @@ async fn act(s: &Shared, action: Action, target: serde_json::Value) -> Response 
             error(StatusCode::CONFLICT, e)
         }
         Err(e @ OperatorError::Store(_)) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+        Err(e @ OperatorError::Unplannable(_)) => {
+            s.metrics
+                .api_refused
+                .get_or_create(&vec![("reason", "unplannable")])
+                .inc();
+            error(StatusCode::CONFLICT, e)
+        }
     }
 }
 

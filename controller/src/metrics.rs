@@ -37,7 +37,7 @@ pub struct Metrics {
     pub links_drained: Gauge,
     /// Operator actions carried out, by `action` ([`crate::operator::Action::label`]).
     pub operator_actions: Family<Vec<(&'static str, &'static str)>, Counter>,
-    /// API write requests refused, by `reason` (disabled, missing, wrong, not_leader).
+    /// API write requests refused, by `reason` (disabled, missing, wrong, not_leader, unplannable).
     pub api_refused: Family<Vec<(&'static str, &'static str)>, Counter>,
 }
 

@@ -25,7 +25,7 @@ use fabricflow_proto::MacAddr;
 use crate::desired::{self, DesiredSwitch, LinkId, PlanSource};
 use crate::plan::ir::{self, Field, FieldRange, GroupType, Masked};
 use crate::plan::{Plan, PlanError, PlanOptions, SwitchPlan};
-use crate::topology::{Fabric, Link, Peer};
+use crate::topology::{Fabric, Link, Peer, SwitchId};
 
 /// Why a plan could not become OpenFlow messages.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -94,6 +94,21 @@ impl PlanSource for FabricPlanner {
         }
     }
 
+    fn check(&self, failed_links: &BTreeSet<LinkId>) -> Result<(), String> {
+        let failed = self.model_links(failed_links);
+        if let Some((a, b)) = partitioned(&self.fabric, &failed) {
+            let name = |s: SwitchId| self.fabric.switch(s).map_or("?", |x| x.name.as_str());
+            return Err(format!(
+                "hosts on {} and {} would have no path",
+                name(a),
+                name(b)
+            ));
+        }
+        desired_state(&self.fabric, &self.opts, &failed)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
     fn links(&self) -> Vec<LinkId> {
         self.fabric
             .links()
@@ -110,6 +125,38 @@ impl FabricPlanner {
             port: e.port,
         })
     }
+}
+
+/// Two switches with hosts that no path joins once `failed` is out of service, if any (the
+/// planner plans a partitioned fabric without complaint: its routes simply end).
+fn partitioned(fabric: &Fabric, failed: &BTreeSet<Link>) -> Option<(SwitchId, SwitchId)> {
+    let n = fabric.switches().len();
+    let mut root: Vec<SwitchId> = (0..n).collect();
+    fn find(root: &mut [SwitchId], mut x: SwitchId) -> SwitchId {
+        while let Some(&r) = root.get(x) {
+            if r == x {
+                break;
+            }
+            let up = root.get(r).copied().unwrap_or(r);
+            if let Some(slot) = root.get_mut(x) {
+                *slot = up;
+            }
+            x = r;
+        }
+        x
+    }
+    for l in fabric.links().iter().filter(|l| !failed.contains(l)) {
+        let (a, b) = (find(&mut root, l.a().switch), find(&mut root, l.b().switch));
+        if let Some(slot) = root.get_mut(a) {
+            *slot = b;
+        }
+    }
+    let mut with_hosts = fabric.hosts().iter().map(|h| h.switch);
+    let first = with_hosts.next()?;
+    let r = find(&mut root, first);
+    with_hosts
+        .find(|&s| find(&mut root, s) != r)
+        .map(|s| (first, s))
 }
 
 /// Every switch's desired OpenFlow state with `failed` links out of service.
@@ -439,6 +486,19 @@ mod tests {
         assert!(same
             .iter()
             .all(|(k, v)| before.get(k).map(|b| &b.flows) == Some(&v.flows)));
+    }
+
+    /// A failed set that partitions the hosts is reported by `check` (an operator's drain is
+    /// refused on it); `plan` would plan it without complaint.
+    #[test]
+    fn check_reports_an_unplannable_failed_set() {
+        let p = planner("dragonfly:p=1,a=2,h=1");
+        let links = p.links();
+        assert_eq!(p.check(&BTreeSet::new()), Ok(()));
+        assert_eq!(p.check(&BTreeSet::from([links[0]])), Ok(()));
+        let all: BTreeSet<_> = links.iter().copied().collect();
+        let err = p.check(&all).unwrap_err();
+        assert!(err.contains("no path"), "{err}");
     }
 
     #[test]

@@ -101,6 +101,8 @@ pub enum OperatorError {
     NotLeader,
     #[error("not applied: the store did not keep it ({0})")]
     Store(#[from] StoreError),
+    #[error("not applied: no plan routes the fabric without these links ({0})")]
+    Unplannable(String),
 }
 
 /// What an operator action did.
@@ -207,6 +209,16 @@ impl Shared {
             // No receiver means no connection: nothing to resync.
             let _ = self.resync.send(target);
         } else if changed {
+            if matches!(action, Action::DrainLink(_) | Action::DrainSwitch(_)) {
+                let failed = {
+                    let st = self.state();
+                    st.links
+                        .failed_with_drained(&next.drained(st.links.links()))
+                };
+                self.planner
+                    .check(&failed)
+                    .map_err(OperatorError::Unplannable)?;
+            }
             let json = serde_json::to_string(&next).unwrap_or_default();
             if let Err(e) = self
                 .store

@@ -100,6 +100,19 @@ impl LinkMonitor {
             .collect()
     }
 
+    /// The out-of-service set [`failed`](Self::failed) would give with `drained` as the
+    /// operator's drains (to check a drain can be planned before applying it).
+    pub fn failed_with_drained(&self, drained: &BTreeSet<LinkId>) -> BTreeSet<LinkId> {
+        self.links
+            .iter()
+            .filter(|l| {
+                drained.contains(l)
+                    || !matches!(self.health(l), LinkHealth::Up | LinkHealth::Drained)
+            })
+            .copied()
+            .collect()
+    }
+
     fn health(&self, l: &LinkId) -> LinkHealth {
         let ends = [self.ends.get(&l.a), self.ends.get(&l.b)];
         if ends.iter().flatten().any(|e| e.port_down) {
@@ -303,8 +316,13 @@ mod tests {
         assert_eq!(m.report()[0].health, LinkHealth::Down);
         assert!(m.report()[0].drained);
         assert!(!m.port_state(ep(1, 3), true));
+        assert_eq!(m.failed_with_drained(&BTreeSet::new()), BTreeSet::new());
         assert!(m.set_drained(BTreeSet::new()));
         assert!(m.failed().is_empty());
+        assert_eq!(
+            m.failed_with_drained(&BTreeSet::from([l])),
+            BTreeSet::from([l])
+        );
         assert_eq!(m.report()[0].health, LinkHealth::Up);
     }
 }
