@@ -8,7 +8,7 @@ use clap::Parser;
 use fabricflow_agent::AgentConfig;
 use fabricflow_controller::TopologySpec;
 use fabricflow_sim::config::{CpQueue, Routing, SimConfig, Traffic};
-use fabricflow_sim::run::{loads, reaction_cycles, sweep, write_csvs};
+use fabricflow_sim::run::{loads, optimum, reaction_cycles, sweep, write_csvs};
 
 /// Packet-level simulation of a Dragonfly or fat-tree fabric with minimal, Valiant, UGAL-L,
 /// PAUSE or QCN-SW routing.
@@ -49,6 +49,10 @@ struct Cli {
     /// window into OUT/port-stats.csv (one load only). Off: nothing is counted.
     #[arg(long, value_name = "CYCLES")]
     port_stats_interval: Option<u64>,
+    /// Also compute the throughput optimum (an LP over the fabric: seconds to minutes at the
+    /// seeds' scale) into results.csv's optimum_phits_node_cycle and fraction_of_optimum.
+    #[arg(long)]
+    optimum: bool,
     /// Throughput-over-time window, cycles.
     #[arg(long, default_value_t = 200)]
     window: u64,
@@ -227,8 +231,13 @@ fn real_main() -> anyhow::Result<()> {
         indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} loads")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let results = sweep(&cfg, &ls, threads, &|| bar.inc(1))?;
+    let mut results = sweep(&cfg, &ls, threads, &|| bar.inc(1))?;
     bar.finish_and_clear();
+    if cli.optimum {
+        for r in &mut results {
+            r.optimum = optimum(&cfg, r.offered).context("--optimum")?;
+        }
+    }
     write_csvs(&cli.out, &cfg, &results)
         .with_context(|| format!("writing {}", cli.out.display()))?;
     println!(

@@ -6,6 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use fabricflow_controller::bound::{self, BoundError, DemandModel, LinkRates, Routing};
+use fabricflow_controller::TopologyError;
+
 use crate::config::{SimConfig, SpecError};
 use crate::net::Sim;
 use crate::port_stats::{self, PortSample};
@@ -34,6 +37,8 @@ pub struct LoadResult {
     pub port_stats: Vec<PortSample>,
     /// Switch names by index, for `port-stats.csv`.
     pub switch_names: Vec<String>,
+    /// The throughput optimum at this load, phits/node/cycle ([`optimum`]); `None` until asked.
+    pub optimum: Option<f64>,
     /// Simulated cycles and the wall time they took (not written to the CSVs: not reproducible).
     pub cycles: u64,
     pub wall_secs: f64,
@@ -123,6 +128,7 @@ pub fn run_one(cfg: &SimConfig) -> Result<LoadResult, SpecError> {
         cnm_to_self: me,
         port_stats,
         switch_names,
+        optimum: None,
         cycles,
         wall_secs,
     })
@@ -244,6 +250,41 @@ pub fn final_level(r: &LoadResult, cfg: &SimConfig, t_switch: u64) -> f64 {
     }
 }
 
+/// Why the throughput optimum could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum OptimumError {
+    #[error("building the fabric: {0}")]
+    Topology(#[from] TopologyError),
+    #[error(transparent)]
+    Bound(#[from] BoundError),
+}
+
+/// The throughput optimum of `cfg`'s steady pattern at offered load `load`, phits/node/cycle:
+/// the maximum aggregate throughput of the simulator's destination matrix
+/// (`bound::DemandModel::Matrix`, every sending host offering `load`), each demand at most
+/// itself, over links of one phit per cycle with unrestricted routing — the LP of
+/// `fabricflow-controller bound --demand matrix`. Not the max-concurrent flow: under a hotspot
+/// the hot flows' bottleneck would cap every other flow too. `None` for a transient pattern (its
+/// matrix changes mid-run). The LP grows with the pattern's switch pairs: well under a second
+/// on Dragonfly(2,4,2), minutes at the seeds' scale.
+pub fn optimum(cfg: &SimConfig, load: f64) -> Result<Option<f64>, OptimumError> {
+    if cfg.traffic.then.is_some() {
+        return Ok(None);
+    }
+    let fabric = cfg.topology.build()?;
+    let demands = bound::demands(
+        &fabric,
+        &cfg.traffic.first.to_string(),
+        cfg.seed,
+        DemandModel::Matrix,
+        load,
+    )?;
+    let b = bound::bound(&fabric, &LinkRates::uniform(1.0), &demands, Routing::Any)?;
+    Ok(Some(
+        b.max_aggregate_mbps / fabric.hosts().len().max(1) as f64,
+    ))
+}
+
 /// The CSV files of a sweep: `results.csv` (one row per load), `group0.csv` (per switch of
 /// group 0), `timeseries.csv` (throughput and mean P per window) and, for a transient,
 /// `reaction.csv`, and `port-stats.csv` when one load was simulated with port counters.
@@ -252,12 +293,12 @@ pub fn write_csvs(dir: &Path, cfg: &SimConfig, results: &[LoadResult]) -> std::i
     std::fs::create_dir_all(dir)?;
     let ns = cfg.ns_per_cycle();
     let mut s = String::from(
-        "topology,routing,traffic,offered_load,accepted_fraction,accepted_phits_node_cycle,avg_latency_cycles,p99_latency_cycles,avg_latency_ns,p99_latency_ns,nonminimal_fraction,cnm_generated,cnm_delivered,cnm_dropped,cnm_to_self\n",
+        "topology,routing,traffic,offered_load,accepted_fraction,accepted_phits_node_cycle,avg_latency_cycles,p99_latency_cycles,avg_latency_ns,p99_latency_ns,nonminimal_fraction,cnm_generated,cnm_delivered,cnm_dropped,cnm_to_self,optimum_phits_node_cycle,fraction_of_optimum\n",
     );
     for r in results {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             // Commas of the spec would split the column: `p=4;a=8;h=4`.
             cfg.topology.to_string().replace(',', ";"),
             cfg.routing,
@@ -273,7 +314,9 @@ pub fn write_csvs(dir: &Path, cfg: &SimConfig, results: &[LoadResult]) -> std::i
             r.cnm_generated,
             r.cnm_delivered,
             r.cnm_dropped,
-            r.cnm_to_self
+            r.cnm_to_self,
+            f(r.optimum.unwrap_or(f64::NAN)),
+            f(r.optimum.map_or(f64::NAN, |o| r.accepted / o)),
         );
     }
     std::fs::write(dir.join("results.csv"), s)?;
