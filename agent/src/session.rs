@@ -32,7 +32,7 @@
 //! ([`Session::poll_transmit`]). The core outlives connections: P and the write history survive
 //! a reconnect; a relearned group whose structure is unchanged keeps its P.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use fabricflow_proto::cnm::Cnm;
 use fabricflow_proto::ethernet::ethertype;
@@ -56,7 +56,7 @@ use crate::error::ConfigError;
 use crate::link::{LinkConfig, PortLink, PortLinkConfig, PortLinks};
 use crate::plan::{LearnedPlan, PlanConventions};
 use crate::policy::Policy;
-use crate::switch_core::{CnmRoute, CongestionSample, Culprit, Learned, SwitchCore};
+use crate::switch_core::{CnmRoute, CongestionSample, Culprit, Learned, SwitchCore, TimedWrite};
 use crate::PortNo;
 
 /// How the session talks to its switch (the `[runtime]` section, see [`crate::config`]).
@@ -330,7 +330,14 @@ pub struct Session {
     plan_changed: bool,
     /// When a refused GROUP_MOD last triggered a plan read.
     last_refusal_read_ns: Option<u64>,
+    /// Arrival of the CNM each GROUP_MOD handed out since the last
+    /// [`take_cnm_reactions`](Session::take_cnm_reactions) answers (at most
+    /// [`CNM_REACTIONS_KEPT`], the newest).
+    cnm_reactions: VecDeque<u64>,
 }
+
+/// How many CNM → GROUP_MOD start times the session keeps for its shell.
+pub const CNM_REACTIONS_KEPT: usize = 1024;
 
 impl Session {
     /// A session with the policy/weights constants of `agent` and the I/O settings of `cfg`.
@@ -355,6 +362,7 @@ impl Session {
             counters: SessionCounters::default(),
             plan_changed: false,
             last_refusal_read_ns: None,
+            cnm_reactions: VecDeque::new(),
         };
         session.apply_links();
         Ok(session)
@@ -835,7 +843,7 @@ impl Session {
         if !self.channel.as_ref().is_some_and(Channel::is_up) {
             return;
         }
-        while let Some(w) = self.core.poll_write() {
+        while let Some(TimedWrite { write: w, cnm_ns }) = self.core.poll_timed_write() {
             let Some(buckets) = self
                 .core
                 .plan()
@@ -856,7 +864,21 @@ impl Session {
                     Message::group_mod(x, GroupMod::modify_select(group_id, buckets))
                 });
             }
+            if let Some(t) = cnm_ns {
+                if self.cnm_reactions.len() >= CNM_REACTIONS_KEPT {
+                    self.cnm_reactions.pop_front();
+                }
+                self.cnm_reactions.push_back(t);
+            }
         }
+    }
+
+    /// The arrival (`now_ns` of the [`handle_bytes`](Self::handle_bytes) that brought it) of
+    /// the CNM each GROUP_MOD handed out by [`poll_transmit`](Self::poll_transmit) since the
+    /// last call answers, one per GROUP_MOD that answers one: the shell, having written the
+    /// messages, observes its CNM → GROUP_MOD latencies from them.
+    pub fn take_cnm_reactions(&mut self) -> std::collections::vec_deque::Drain<'_, u64> {
+        self.cnm_reactions.drain(..)
     }
 
     /// Whether the plan or the port list changed since the last call (the shell then
