@@ -602,10 +602,68 @@ fn reactions() -> &'static Reactions {
     })
 }
 
+/// A second connection with the agent's controller id: OVS sends it every packet-in it sends the
+/// agent, and a thread that does nothing but block in `read` notes when each arrives — when
+/// OVS sent it, give or take a wake-up that needs no scheduler but the kernel's.
+struct Tap {
+    arrivals: Arc<std::sync::Mutex<Vec<u64>>>,
+    stream: UnixStream,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Tap {
+    fn open(path: &str) -> Tap {
+        use std::io::{Read, Write};
+        let mut s = UnixStream::connect(path).unwrap();
+        for m in [
+            Message::hello(1),
+            Message::set_config(2, 0, 0xffff),
+            Message::set_controller_id(3, fabricflow_proto::conventions::AGENT_CONTROLLER_ID),
+        ] {
+            s.write_all(&m.to_bytes()).unwrap();
+        }
+        let arrivals: Arc<std::sync::Mutex<Vec<u64>>> = Arc::default();
+        let (mut rd, log) = (s.try_clone().unwrap(), arrivals.clone());
+        let thread = std::thread::spawn(move || {
+            let mut framer = fabricflow_proto::openflow::framer::Framer::new(65535);
+            let mut buf = vec![0u8; 1 << 16];
+            while let Ok(n @ 1..) = rd.read(&mut buf) {
+                let t = fabricflow_agent::runtime::now_ns();
+                framer.push(&buf[..n]);
+                while let Ok(Some(frame)) = framer.next_message() {
+                    if let Ok(Message {
+                        body: Body::PacketIn(_),
+                        ..
+                    }) = Message::decode(&frame)
+                    {
+                        log.lock().unwrap().push(t);
+                    }
+                }
+            }
+        });
+        Tap {
+            arrivals,
+            stream: s,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// One CNM's hops, ns on the agent's clock.
 struct Hops {
     /// The test sent the PACKET_OUT.
     sent: u64,
+    /// The tap read the packet-in.
+    tapped: u64,
     /// The agent read the packet-in.
     read: u64,
     /// The agent had written the GROUP_MOD.
@@ -618,8 +676,8 @@ struct Hops {
     rtt: u64,
 }
 
-/// p50 / p90 / p99 / max of `v` (µs), sorted in place.
-fn percentiles(v: &mut [u64]) -> String {
+/// p50 / p90 / p99 / max of `v` (ns, shown in µs), sorted in place.
+fn percentiles(v: &mut [i64]) -> String {
     v.sort_unstable();
     let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize] as f64 / 1e3;
     format!(
@@ -627,7 +685,7 @@ fn percentiles(v: &mut [u64]) -> String {
         q(0.5),
         q(0.9),
         q(0.99),
-        v[v.len() - 1] as f64 / 1e3
+        q(1.0)
     )
 }
 
@@ -673,6 +731,7 @@ fn reaction_latency() {
             agent.view().session.plan_ready.then_some(())
         });
         let mut conn = open(&br.mgmt());
+        let tap = Tap::open(&br.mgmt());
         let mut last = group_weights(&mut conn, 1003);
         assert_eq!(last, vec![255, 0, 1], "round starts at P = 100");
         agent_log.0.lock().unwrap().clear();
@@ -699,24 +758,34 @@ fn reaction_latency() {
             }
         }
         drop(agent);
+        let tapped = tap.arrivals.lock().unwrap().clone();
+        drop(tap);
         let log = agent_log.0.lock().unwrap().clone();
         for (sent, seen, polls, rtt) in round {
-            match log.iter().find(|(read, _)| (sent..=seen).contains(read)) {
-                Some(&(read, wrote)) => samples.push(Hops {
+            let tap = tapped.iter().find(|t| (sent..=seen).contains(*t));
+            match (
+                log.iter().find(|(read, _)| (sent..=seen).contains(read)),
+                tap,
+            ) {
+                (Some(&(read, wrote)), Some(&tapped)) => samples.push(Hops {
                     sent,
+                    tapped,
                     read,
                     wrote,
                     seen,
                     polls,
                     rtt,
                 }),
-                None => unmatched += 1,
+                _ => unmatched += 1,
             }
         }
     }
-    let col = |f: fn(&Hops) -> u64| -> Vec<u64> { samples.iter().map(f).collect() };
+    let col = |f: fn(&Hops) -> i64| -> Vec<i64> { samples.iter().map(f).collect() };
+    fn d(a: u64, b: u64) -> i64 {
+        b as i64 - a as i64
+    }
     println!(
-        "reaction latency over {} CNMs ({unmatched} without the agent's record), GROUP_DESC polled {}:",
+        "reaction latency over {} CNMs ({unmatched} without a record), GROUP_DESC polled {}:",
         samples.len(),
         if poll_us > 0 {
             format!("every {poll_us} µs")
@@ -724,27 +793,30 @@ fn reaction_latency() {
             "back to back".to_owned()
         }
     );
-    println!(
-        "reaction latency  end to end, PACKET_OUT sent → new weights seen  {}",
-        percentiles(&mut col(|s| s.seen - s.sent))
-    );
-    println!(
-        "reaction latency  OVS + wake-up, PACKET_OUT sent → agent read   {}",
-        percentiles(&mut col(|s| s.read - s.sent))
-    );
-    println!(
-        "reaction latency  agent, packet-in read → GROUP_MOD written     {}",
-        percentiles(&mut col(|s| s.wrote - s.read))
-    );
-    println!(
-        "reaction latency  OVS + poll, GROUP_MOD written → weights seen  {}",
-        percentiles(&mut col(|s| s.seen - s.wrote))
-    );
-    println!(
-        "reaction latency  the GROUP_DESC poll that saw them             {}",
-        percentiles(&mut col(|s| s.rtt))
-    );
-    let mut polls = col(|s| s.polls);
+    for (what, f) in [
+        (
+            "end to end, PACKET_OUT sent → new weights seen  ",
+            (|s: &Hops| d(s.sent, s.seen)) as fn(&Hops) -> i64,
+        ),
+        ("OVS, PACKET_OUT sent → packet-in at the tap    ", |s| {
+            d(s.sent, s.tapped)
+        }),
+        ("agent wake-up, at the tap → agent read          ", |s| {
+            d(s.tapped, s.read)
+        }),
+        ("agent, packet-in read → GROUP_MOD written       ", |s| {
+            d(s.read, s.wrote)
+        }),
+        ("OVS + poll, GROUP_MOD written → weights seen    ", |s| {
+            d(s.wrote, s.seen)
+        }),
+        ("the GROUP_DESC round trip that saw them         ", |s| {
+            s.rtt as i64
+        }),
+    ] {
+        println!("reaction latency  {what}{}", percentiles(&mut col(f)));
+    }
+    let mut polls = col(|s| s.polls as i64);
     polls.sort_unstable();
     println!(
         "reaction latency  GROUP_DESC polls per CNM: median {}, max {}",
