@@ -7,8 +7,8 @@
 # (FABRICFLOW_BENCH_POLL_US > 0 sleeps between polls).
 #
 # FABRICFLOW_BENCH_HOGS=N runs N busy loops (nice 0, like a build) beside it: the machine's
-# other work, reproducibly. FABRICFLOW_BENCH_AGENT_NICE=N runs the agent's threads at nice N
-# (what `Nice=` in deploy/fabricflow-agent@.service sets).
+# other work, reproducibly. FABRICFLOW_BENCH_NICE=N runs the test — the agent and the
+# measuring threads — at nice N (ovs-vswitchd runs at -10; `Nice=` in the agent's unit).
 #
 # Needs root and ovs-vswitchd (scripts/ovs-start.sh); drives Open vSwitch, so run it under
 # `flock /tmp/fabricflow-ovs.lock`.
