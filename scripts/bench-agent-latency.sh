@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Reaction latency of fabricflow-agent on a real Open vSwitch (userspace datapath): a CNM enters
 # the bridge on fabric port 3 (PACKET_OUT, actions=TABLE → table 0 → controller(id=4011) → agent)
-# until the new bucket weights are visible in a GROUP_DESC reply on another connection, hop by
-# hop: PACKET_OUT → the agent's read of the packet-in → its GROUP_MOD written → weights seen.
-# p50/p90/p99/max over 600 CNMs (FABRICFLOW_BENCH_CNMS), GROUP_DESC polled back to back
-# (FABRICFLOW_BENCH_POLL_US > 0 sleeps between polls).
+# until the switch has processed the agent's GROUP_MOD (its BARRIER_REPLY to the barrier the agent
+# sends behind it), hop by hop on one clock: PACKET_OUT sent → the packet-in at a tap connection →
+# the agent's read → its GROUP_MOD written → the BARRIER_REPLY read. p50/p90/p99/max over 600
+# CNMs (FABRICFLOW_BENCH_CNMS). FABRICFLOW_BENCH_POLL_US=N also reads GROUP_DESC until the new
+# weights show, every N µs (0: back to back).
 #
 # FABRICFLOW_BENCH_HOGS=N runs N busy loops (nice 0, like a build) beside it: the machine's
 # other work, reproducibly. FABRICFLOW_BENCH_NICE=N runs the test — the agent and the

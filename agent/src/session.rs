@@ -53,6 +53,7 @@ use serde::Serialize;
 
 use crate::config::{AgentConfig, ByteCounter};
 use crate::error::ConfigError;
+use crate::latency::LatencyHistogram;
 use crate::link::{LinkConfig, PortLink, PortLinkConfig, PortLinks};
 use crate::plan::{LearnedPlan, PlanConventions};
 use crate::policy::Policy;
@@ -229,6 +230,8 @@ enum Pending {
     GroupDesc(u64),
     Flows(u64),
     GroupMod(u32),
+    /// The BARRIER_REQUEST after GROUP_MODs that answer CNMs (its number).
+    Barrier(u64),
 }
 
 #[derive(Debug, Default)]
@@ -276,6 +279,9 @@ pub struct SessionStatus {
     /// Per port, transmit totals and rate from OFPMP_PORT_STATS, Δt from the switch's own
     /// `duration` fields (crate::port_stats).
     pub port_rates: BTreeMap<PortNo, crate::port_stats::OfPortRate>,
+    /// Per GROUP_MOD answering a received CNM: from reading the CNM's packet-in to reading
+    /// the switch's BARRIER_REPLY that follows the GROUP_MOD (the switch has processed it).
+    pub cnm_to_group_mod_confirmed: LatencyHistogram,
 }
 
 /// One fabric port in a [`SessionStatus`].
@@ -334,6 +340,12 @@ pub struct Session {
     /// [`take_cnm_reactions`](Session::take_cnm_reactions) answers (at most
     /// [`CNM_REACTIONS_KEPT`], the newest).
     cnm_reactions: VecDeque<u64>,
+    /// BARRIER_REQUESTs sent after GROUP_MODs answering CNMs, oldest first: (number, the
+    /// arrival of each CNM answered).
+    barriers: VecDeque<(u64, Vec<u64>)>,
+    barrier_seq: u64,
+    /// CNM → BARRIER_REPLY latencies.
+    confirmed: LatencyHistogram,
 }
 
 /// How many CNM → GROUP_MOD start times the session keeps for its shell.
@@ -363,6 +375,9 @@ impl Session {
             plan_changed: false,
             last_refusal_read_ns: None,
             cnm_reactions: VecDeque::new(),
+            barriers: VecDeque::new(),
+            barrier_seq: 0,
+            confirmed: LatencyHistogram::default(),
         };
         session.apply_links();
         Ok(session)
@@ -417,6 +432,7 @@ impl Session {
         self.tx_bytes.clear();
         self.bucket_bytes.clear();
         self.bucket_zeroed.clear();
+        self.barriers.clear();
         self.role = RoleState::Unknown;
     }
 
@@ -441,6 +457,7 @@ impl Session {
     pub fn on_disconnected(&mut self) {
         self.channel = None;
         self.round = None;
+        self.barriers.clear();
     }
 
     /// Whether a connection is up.
@@ -602,6 +619,11 @@ impl Session {
                 };
             }
             Body::MultipartReply(r) => self.on_multipart(kind, r.body, now_ns),
+            Body::BarrierReply => {
+                if let Pending::Barrier(seq) = kind {
+                    self.on_barrier(seq, true, now_ns);
+                }
+            }
             _ => {}
         }
     }
@@ -628,6 +650,11 @@ impl Session {
                     self.last_refusal_read_ns = Some(now_ns);
                     self.start_plan_read(now_ns);
                 }
+            }
+            Pending::Barrier(seq) => {
+                self.counters.other_errors += 1;
+                tracing::warn!(%error, "switch refused BARRIER_REQUEST");
+                self.on_barrier(seq, false, now_ns);
             }
             Pending::GroupDesc(_) | Pending::Flows(_) => {
                 self.counters.other_errors += 1;
@@ -843,6 +870,7 @@ impl Session {
         if !self.channel.as_ref().is_some_and(Channel::is_up) {
             return;
         }
+        let mut answered = Vec::new();
         while let Some(TimedWrite { write: w, cnm_ns }) = self.core.poll_timed_write() {
             let Some(buckets) = self
                 .core
@@ -869,6 +897,39 @@ impl Session {
                     self.cnm_reactions.pop_front();
                 }
                 self.cnm_reactions.push_back(t);
+                answered.push(t);
+            }
+        }
+        // The switch's answer to a barrier behind them says when it has processed them: the
+        // CNM → weights-applied time, with no reading of the groups.
+        if !answered.is_empty() {
+            self.barrier_seq += 1;
+            let seq = self.barrier_seq;
+            self.request(Pending::Barrier(seq), Message::barrier_request);
+            self.barriers.push_back((seq, answered));
+        }
+    }
+
+    /// A BARRIER_REPLY (`Some`) or a refused barrier (`None`) for barrier `seq`: replies come
+    /// in order, so every earlier barrier is answered too.
+    fn on_barrier(&mut self, seq: u64, replied: bool, now_ns: u64) {
+        while let Some((s, cnms)) = self.barriers.pop_front() {
+            if s > seq {
+                self.barriers.push_front((s, cnms));
+                break;
+            }
+            if !replied {
+                continue;
+            }
+            for cnm_ns in cnms {
+                let ns = now_ns.saturating_sub(cnm_ns);
+                self.confirmed.observe_ns(ns);
+                tracing::trace!(
+                    cnm_ns,
+                    confirmed_ns = now_ns,
+                    ns,
+                    "CNM → GROUP_MOD confirmed"
+                );
             }
         }
     }
@@ -962,6 +1023,7 @@ impl Session {
             fb_avg: self.policy().fb_avg(),
             counters: self.counters(),
             port_rates: self.port_rates.clone(),
+            cnm_to_group_mod_confirmed: self.confirmed,
         }
     }
 }

@@ -554,21 +554,28 @@ fn port_stall_families_are_scraped_and_move_under_load() {
 /// Reaction latency: PACKET_OUT of a CNM into the bridge on fabric port 3 → the new weights
 /// visible in a GROUP_DESC reply on another connection (an upper bound: includes one
 /// GROUP_DESC round trip per poll). Run by `scripts/bench-agent-latency.sh`.
-/// The agent's own record of each CNM it answered: (packet-in read, GROUP_MOD written), ns on
-/// [`fabricflow_agent::runtime::now_ns`]'s clock, from its `CNM → GROUP_MOD written` trace
-/// event (this process runs the agent, so the test shares the clock).
+/// The agent's own record of each CNM it answered, from its trace events, ns on
+/// [`fabricflow_agent::runtime::now_ns`]'s clock (this process runs the agent, so the test
+/// shares it): (packet-in read, GROUP_MOD written) and (packet-in read, BARRIER_REPLY read).
 #[derive(Default)]
-struct Reactions(std::sync::Mutex<Vec<(u64, u64)>>);
+struct AgentLog {
+    written: Vec<(u64, u64)>,
+    confirmed: Vec<(u64, u64)>,
+}
+
+#[derive(Default)]
+struct Reactions(std::sync::Mutex<AgentLog>, std::sync::Condvar);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for &'static Reactions {
     fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
         #[derive(Default)]
-        struct Fields(Option<u64>, Option<u64>);
+        struct Fields(Option<u64>, Option<u64>, Option<u64>);
         impl tracing::field::Visit for Fields {
             fn record_u64(&mut self, f: &tracing::field::Field, v: u64) {
                 match f.name() {
                     "cnm_ns" => self.0 = Some(v),
                     "written_ns" => self.1 = Some(v),
+                    "confirmed_ns" => self.2 = Some(v),
                     _ => {}
                 }
             }
@@ -576,9 +583,26 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for &'static Reactions
         }
         let mut f = Fields::default();
         event.record(&mut f);
-        if let (Some(c), Some(w)) = (f.0, f.1) {
-            self.0.lock().unwrap().push((c, w));
+        let mut log = self.0.lock().unwrap();
+        match f {
+            Fields(Some(c), Some(w), _) => log.written.push((c, w)),
+            Fields(Some(c), _, Some(b)) => log.confirmed.push((c, b)),
+            _ => return,
         }
+        self.1.notify_all();
+    }
+}
+
+impl Reactions {
+    /// Waits (at most 2 s) for the agent's confirmation of a CNM it read after `t`.
+    fn confirmed_after(&self, t: u64) -> Option<(u64, u64)> {
+        let find = |l: &AgentLog| l.confirmed.iter().copied().find(|(c, _)| *c >= t);
+        let log = self.0.lock().unwrap();
+        let (log, _) = self
+            .1
+            .wait_timeout_while(log, Duration::from_secs(2), |l| find(l).is_none())
+            .unwrap();
+        find(&log)
     }
 }
 
@@ -648,24 +672,6 @@ impl Drop for Tap {
     }
 }
 
-/// One CNM's hops, ns on the agent's clock.
-struct Hops {
-    /// The test sent the PACKET_OUT.
-    sent: u64,
-    /// The tap read the packet-in.
-    tapped: u64,
-    /// The agent read the packet-in.
-    read: u64,
-    /// The agent had written the GROUP_MOD.
-    wrote: u64,
-    /// The test saw the new weights.
-    seen: u64,
-    /// GROUP_DESC requests until then.
-    polls: u64,
-    /// Round trip of the request that saw them.
-    rtt: u64,
-}
-
 /// p50 / p90 / p99 / max of `v` (ns, shown in µs), sorted in place.
 fn percentiles(v: &mut [i64]) -> String {
     v.sort_unstable();
@@ -679,13 +685,35 @@ fn percentiles(v: &mut [i64]) -> String {
     )
 }
 
-/// CNM into OVS (PACKET_OUT on another connection, in_port = fabric port 3, actions=TABLE →
-/// table 0 → controller(id) → the agent) until the new weights show in a GROUP_DESC reply,
-/// timed hop by hop on one clock: the test's send and sight, the agent's own read of the
-/// packet-in and write of the GROUP_MOD (its trace event). Rounds of 100 CNMs, each from a
-/// fresh agent on a group reset to P = 100 (every CNM is a write: AIAD, 0.5 points each).
-/// `FABRICFLOW_BENCH_CNMS` (default 600) CNMs in all; `FABRICFLOW_BENCH_POLL_US` > 0 sleeps
-/// between GROUP_DESC polls (default 0: back to back).
+/// One CNM's hops, ns on the agent's clock.
+struct Hops {
+    /// The test sent the PACKET_OUT.
+    sent: u64,
+    /// The tap read the packet-in (`None`: it read none before the next CNM).
+    tapped: Option<u64>,
+    /// The agent read the packet-in.
+    read: u64,
+    /// The agent had written the GROUP_MOD.
+    wrote: Option<u64>,
+    /// The agent read the switch's BARRIER_REPLY behind the GROUP_MOD.
+    confirmed: u64,
+    /// The test saw the new weights in a GROUP_DESC reply (only when polling).
+    seen: Option<u64>,
+}
+
+/// Reaction latency of the agent on OVS: a CNM enters the bridge (PACKET_OUT on another
+/// connection, in_port = fabric port 3, actions=TABLE → table 0 → controller(id) → the agent)
+/// until the switch has processed the agent's GROUP_MOD (its BARRIER_REPLY to the barrier the
+/// agent sends behind the GROUP_MODs that answer CNMs), hop by hop on one clock: the test's
+/// send, a tap connection's read of the same packet-in, the agent's read, its GROUP_MOD
+/// written, the BARRIER_REPLY read — no reading of the groups, which would load the switch and
+/// the machine with the measurement. Rounds of 100 CNMs, each from a fresh agent on a group
+/// reset to P = 100 (every CNM is a write: AIAD, 0.5 points each).
+///
+/// `FABRICFLOW_BENCH_CNMS` (default 600) CNMs in all. `FABRICFLOW_BENCH_POLL_US=N` also reads
+/// GROUP_DESC until the new weights show, every N µs (0: back to back), the observable this
+/// benchmark used before. `FABRICFLOW_BENCH_NICE=N` runs the test (agent and instruments) at
+/// nice N.
 #[test]
 #[ignore = "benchmark; run with --ignored --nocapture"]
 fn reaction_latency() {
@@ -698,12 +726,11 @@ fn reaction_latency() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(600);
-    let poll_us: u64 = std::env::var("FABRICFLOW_BENCH_POLL_US")
+    let poll_us: Option<u64> = std::env::var("FABRICFLOW_BENCH_POLL_US")
         .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    // FABRICFLOW_BENCH_NICE: this thread, and so every thread it starts (the agent's, the
-    // tap's), at that nice value — ovs-vswitchd's own is -10.
+        .and_then(|v| v.parse().ok());
+    // This thread, and so every thread it starts (the agent's, the tap's), at that nice value:
+    // ovs-vswitchd's is -10.
     if let Ok(n) = std::env::var("FABRICFLOW_BENCH_NICE") {
         let me = std::fs::read_link("/proc/thread-self").unwrap();
         let tid = me.file_name().unwrap().to_string_lossy().into_owned();
@@ -716,9 +743,7 @@ fn reaction_latency() {
     cfg.policy.update = fabricflow_agent::policy::UpdatePolicy::Aiad;
     cfg.policy.ad_percent_per_fb = 0.5;
     let mut samples: Vec<Hops> = Vec::new();
-    // Every CNM's end to end (sent, seen); `samples` those whose every hop was recorded.
-    let mut ends: Vec<(u64, u64)> = Vec::new();
-    while ends.len() < cnms {
+    while samples.len() < cnms {
         br.ofctl(&[
             "mod-group",
             &br.name,
@@ -732,33 +757,37 @@ fn reaction_latency() {
         let tap = Tap::open(&br.mgmt());
         let mut last = group_weights(&mut conn, 1003);
         assert_eq!(last, vec![255, 0, 1], "round starts at P = 100");
-        agent_log.0.lock().unwrap().clear();
         let mut round = Vec::new();
-        for _ in 0..ROUND.min(cnms - ends.len()) {
+        for _ in 0..ROUND.min(cnms - samples.len()) {
             let sent = now_ns();
             packet_out(&mut conn, 3, &cnm(1), OFPP_TABLE);
-            let mut polls = 0;
-            loop {
-                let asked = now_ns();
+            let seen = poll_us.map(|us| loop {
                 let w = group_weights(&mut conn, 1003);
                 let seen = now_ns();
-                polls += 1;
                 if w != last {
-                    round.push((sent, seen, polls, seen - asked));
                     last = w;
-                    break;
+                    break seen;
                 }
                 assert!(seen - sent < 2_000_000_000, "no reaction");
-                // FABRICFLOW_BENCH_POLL_US > 0 polls gently; 0 (default) back to back.
-                if poll_us > 0 {
-                    std::thread::sleep(Duration::from_micros(poll_us));
+                if us > 0 {
+                    std::thread::sleep(Duration::from_micros(us));
                 }
-            }
+            });
+            let (read, confirmed) = agent_log
+                .confirmed_after(sent)
+                .expect("the agent confirmed the CNM's GROUP_MOD");
+            round.push((sent, read, confirmed, seen));
         }
+        let installed = agent.view().session.groups[0].weights.clone();
         drop(agent);
         let tapped = tap.arrivals.lock().unwrap().clone();
         drop(tap);
-        let log = agent_log.0.lock().unwrap().clone();
+        assert_eq!(
+            group_weights(&mut conn, 1003),
+            installed,
+            "OVS holds the agent's last write"
+        );
+        let written = agent_log.0.lock().unwrap().written.clone();
         // A hop's record is the first after this CNM was sent and before the next one.
         let nexts: Vec<u64> = round
             .iter()
@@ -766,70 +795,69 @@ fn reaction_latency() {
             .map(|r| r.0)
             .chain([u64::MAX])
             .collect();
-        for (&(sent, seen, polls, rtt), &next) in round.iter().zip(&nexts) {
-            ends.push((sent, seen));
-            let tap = tapped.iter().find(|t| (sent..next).contains(*t));
-            let agent = log.iter().find(|(read, _)| (sent..next).contains(read));
-            if let (Some(&(read, wrote)), Some(&tapped)) = (agent, tap) {
-                samples.push(Hops {
-                    sent,
-                    tapped,
-                    read,
-                    wrote,
-                    seen,
-                    polls,
-                    rtt,
-                });
-            }
+        for (&(sent, read, confirmed, seen), &next) in round.iter().zip(&nexts) {
+            samples.push(Hops {
+                sent,
+                tapped: tapped.iter().copied().find(|t| (sent..next).contains(t)),
+                read,
+                wrote: written.iter().find(|(r, _)| *r == read).map(|w| w.1),
+                confirmed,
+                seen,
+            });
         }
     }
-    let col = |f: fn(&Hops) -> i64| -> Vec<i64> { samples.iter().map(f).collect() };
     fn d(a: u64, b: u64) -> i64 {
         b as i64 - a as i64
     }
-    let mut end_to_end: Vec<i64> = ends.iter().map(|&(a, b)| d(a, b)).collect();
-    println!(
-        "reaction latency over {} CNMs, GROUP_DESC polled {}:",
-        ends.len(),
-        if poll_us > 0 {
-            format!("every {poll_us} µs")
-        } else {
-            "back to back".to_owned()
+    let hop = |f: &dyn Fn(&Hops) -> Option<i64>| -> String {
+        let mut v: Vec<i64> = samples.iter().filter_map(f).collect();
+        if v.is_empty() {
+            return "(n 0)".to_owned();
         }
-    );
+        format!("{} (n {})", percentiles(&mut v), v.len())
+    };
     println!(
-        "reaction latency  end to end, PACKET_OUT sent → new weights seen  {}",
-        percentiles(&mut end_to_end)
-    );
-    println!(
-        "reaction latency  hop by hop, the {} CNMs with every hop recorded:",
-        samples.len()
+        "reaction latency over {} CNMs (GROUP_DESC {}):",
+        samples.len(),
+        match poll_us {
+            None => "not read".to_owned(),
+            Some(0) => "read back to back".to_owned(),
+            Some(us) => format!("read every {us} µs"),
+        }
     );
     for (what, f) in [
         (
-            "OVS, PACKET_OUT sent → packet-in at the tap    ",
-            (|s: &Hops| d(s.sent, s.tapped)) as fn(&Hops) -> i64,
+            "end to end, PACKET_OUT sent → switch confirmed   ",
+            &(|s: &Hops| Some(d(s.sent, s.confirmed))) as &dyn Fn(&Hops) -> Option<i64>,
         ),
-        ("agent wake-up, at the tap → agent read          ", |s| {
-            d(s.tapped, s.read)
-        }),
-        ("agent, packet-in read → GROUP_MOD written       ", |s| {
-            d(s.read, s.wrote)
-        }),
-        ("OVS + poll, GROUP_MOD written → weights seen    ", |s| {
-            d(s.wrote, s.seen)
-        }),
-        ("the GROUP_DESC round trip that saw them         ", |s| {
-            s.rtt as i64
-        }),
+        (
+            "OVS, PACKET_OUT sent → packet-in at the tap     ",
+            &|s: &Hops| s.tapped.map(|t| d(s.sent, t)),
+        ),
+        (
+            "agent wake-up, at the tap → agent read           ",
+            &|s: &Hops| s.tapped.map(|t| d(t, s.read)),
+        ),
+        (
+            "agent, packet-in read → GROUP_MOD written        ",
+            &|s: &Hops| s.wrote.map(|w| d(s.read, w)),
+        ),
+        (
+            "OVS, GROUP_MOD written → BARRIER_REPLY read      ",
+            &|s: &Hops| s.wrote.map(|w| d(w, s.confirmed)),
+        ),
+        (
+            "agent, packet-in read → BARRIER_REPLY read       ",
+            &|s: &Hops| Some(d(s.read, s.confirmed)),
+        ),
+        (
+            "GROUP_DESC, PACKET_OUT sent → new weights seen   ",
+            &|s: &Hops| s.seen.map(|t| d(s.sent, t)),
+        ),
     ] {
-        println!("reaction latency  {what}{}", percentiles(&mut col(f)));
+        let text = hop(f);
+        if !text.ends_with("(n 0)") {
+            println!("reaction latency  {what}{text}");
+        }
     }
-    let mut polls = col(|s| s.polls as i64);
-    polls.sort_unstable();
-    println!(
-        "reaction latency  GROUP_DESC polls per CNM: median {}, max {}",
-        polls[polls.len() / 2],
-        polls[polls.len() - 1]
-    );
 }

@@ -261,7 +261,7 @@ fn seconds(ns: u64) -> f64 {
 }
 
 /// Every family, in exposition order.
-const FAMILIES: [Family; 26] = [
+const FAMILIES: [Family; 27] = [
     family(
         Gauge,
         "fabricflow_agent_connected",
@@ -346,6 +346,15 @@ const FAMILIES: [Family; 26] = [
             "written the GROUP_MOD (a write deferred by the minimum update interval included)."
         ),
         |v| per_switch(Value::Latency(v.cnm_to_group_mod)),
+    ),
+    family(
+        Histogram,
+        "fabricflow_agent_cnm_to_group_mod_confirmed_seconds",
+        concat!(
+            "Per GROUP_MOD answering a received CNM: from reading the CNM's packet-in to reading ",
+            "the switch's reply to the barrier behind the GROUP_MOD (the switch has processed it)."
+        ),
+        |v| per_switch(Value::Latency(v.session.cnm_to_group_mod_confirmed)),
     ),
     family(
         Counter,
@@ -698,6 +707,44 @@ fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.1",switch="s1"} 0
 fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.25",switch="s1"} 0
 fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="1.0",switch="s1"} 0
 fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="+Inf",switch="s1"} 0
+# HELP fabricflow_agent_cnm_to_group_mod_confirmed_seconds Per GROUP_MOD answering a received CNM: from reading the CNM's packet-in to reading the switch's reply to the barrier behind the GROUP_MOD (the switch has processed it).
+# TYPE fabricflow_agent_cnm_to_group_mod_confirmed_seconds histogram
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_sum{switch="s0"} 0.0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_count{switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.00001",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.000025",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.00005",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.0001",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.00025",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.0005",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.001",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.0025",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.005",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.01",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.025",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.05",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.1",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.25",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="1.0",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="+Inf",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_sum{switch="s1"} 0.0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_count{switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.00001",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.000025",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.00005",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.0001",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.00025",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.0005",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.001",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.0025",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.005",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.01",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.025",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.05",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.1",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.25",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="1.0",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="+Inf",switch="s1"} 0
 # HELP fabricflow_agent_connects Connections established.
 # TYPE fabricflow_agent_connects counter
 fabricflow_agent_connects_total{switch="s0"} 25
