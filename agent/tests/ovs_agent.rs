@@ -778,14 +778,14 @@ fn reaction_latency() {
                 .expect("the agent confirmed the CNM's GROUP_MOD");
             round.push((sent, read, confirmed, seen));
         }
-        let installed = agent.view().session.groups[0].weights.clone();
         drop(agent);
         let tapped = tap.arrivals.lock().unwrap().clone();
         drop(tap);
+        let p = 100.0 - 0.5 * round.len() as f64;
         assert_eq!(
             group_weights(&mut conn, 1003),
-            installed,
-            "OVS holds the agent's last write"
+            fabricflow_proto::select_weights::weights(p, 1),
+            "OVS holds the agent's last write, P = {p}"
         );
         let written = agent_log.0.lock().unwrap().written.clone();
         // A hop's record is the first after this CNM was sent and before the next one.
