@@ -303,6 +303,12 @@ fn agent_reacts_to_cnms_on_a_real_switch_and_survives_bridge_recreation() {
     });
     assert_eq!(w1, vec![129, 126, 1]);
     assert_eq!(s1, structure, "bucket structure unchanged");
+    // The write was timed, and OVS's reply to the barrier behind it confirmed it.
+    wait_for("the reaction timed and confirmed", 10, || {
+        let v = agent.view();
+        (v.cnm_to_group_mod.count == 1 && v.session.cnm_to_group_mod_confirmed.count == 1)
+            .then_some(())
+    });
 
     // Forged CNMs from host port 1: dropped by the pipeline; from miswired host port 2: refused
     // by the agent. Malformed CNMs from a fabric port: counted and dropped.
