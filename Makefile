@@ -17,7 +17,7 @@ unit:            ## tests that need no root and no Open vSwitch
 build:
 	cargo build --workspace --release --locked
 
-bench:           ## criterion benchmarks (numbers, not pass/fail)
+bench:           ## criterion benchmarks, the agent's CNM latency distribution (numbers, not pass/fail; on OVS: scripts/bench-agent-latency.sh)
 	cargo bench --workspace
 
 clean-ovs:       ## remove bridges left by an interrupted test run

@@ -21,6 +21,7 @@
 //! - [`session`]: the sans-IO OpenFlow session with one switch (messages + time in, messages out).
 //! - [`qdisc`]: rtnetlink request/parser for an egress qdisc's backlog (the emulated CP's Q)
 //!   and a dump of every root qdisc (the port-stall sampler's readings).
+//! - [`latency`]: the CNM → GROUP_MOD latency histogram the shell fills and the metrics show.
 //! - [`port_stats`]: per-port stall (egress backlog time — not XmitWait) and utilisation
 //!   counters, FITF intervals and the `port-stats.csv` row.
 //! - [`runtime`]: the I/O shell (tokio tasks, sockets, emulated CP thread, HTTP), the only module
@@ -29,6 +30,7 @@
 pub mod config;
 pub mod cp;
 pub mod error;
+pub mod latency;
 pub mod link;
 pub mod plan;
 pub mod policy;

@@ -32,7 +32,7 @@
 //! ([`Session::poll_transmit`]). The core outlives connections: P and the write history survive
 //! a reconnect; a relearned group whose structure is unchanged keeps its P.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use fabricflow_proto::cnm::Cnm;
 use fabricflow_proto::ethernet::ethertype;
@@ -53,10 +53,11 @@ use serde::Serialize;
 
 use crate::config::{AgentConfig, ByteCounter};
 use crate::error::ConfigError;
+use crate::latency::LatencyHistogram;
 use crate::link::{LinkConfig, PortLink, PortLinkConfig, PortLinks};
 use crate::plan::{LearnedPlan, PlanConventions};
 use crate::policy::Policy;
-use crate::switch_core::{CnmRoute, CongestionSample, Culprit, Learned, SwitchCore};
+use crate::switch_core::{CnmRoute, CongestionSample, Culprit, Learned, SwitchCore, TimedWrite};
 use crate::PortNo;
 
 /// How the session talks to its switch (the `[runtime]` section, see [`crate::config`]).
@@ -231,6 +232,8 @@ enum Pending {
     GroupDesc(u64),
     Flows(u64),
     GroupMod(u32),
+    /// The BARRIER_REQUEST after GROUP_MODs that answer CNMs (its number).
+    Barrier(u64),
 }
 
 #[derive(Debug, Default)]
@@ -280,6 +283,9 @@ pub struct SessionStatus {
     /// Per port, transmit totals and rate from OFPMP_PORT_STATS, Δt from the switch's own
     /// `duration` fields (crate::port_stats).
     pub port_rates: BTreeMap<PortNo, crate::port_stats::OfPortRate>,
+    /// Per GROUP_MOD answering a received CNM: from reading the CNM's packet-in to reading
+    /// the switch's BARRIER_REPLY that follows the GROUP_MOD (the switch has processed it).
+    pub cnm_to_group_mod_confirmed: LatencyHistogram,
 }
 
 /// One fabric port in a [`SessionStatus`].
@@ -334,7 +340,20 @@ pub struct Session {
     plan_changed: bool,
     /// When a refused GROUP_MOD last triggered a plan read.
     last_refusal_read_ns: Option<u64>,
+    /// Arrival of the CNM each GROUP_MOD handed out since the last
+    /// [`take_cnm_reactions`](Session::take_cnm_reactions) answers (at most
+    /// [`CNM_REACTIONS_KEPT`], the newest).
+    cnm_reactions: VecDeque<u64>,
+    /// BARRIER_REQUESTs sent after GROUP_MODs answering CNMs, oldest first: (number, the
+    /// arrival of each CNM answered).
+    barriers: VecDeque<(u64, Vec<u64>)>,
+    barrier_seq: u64,
+    /// CNM → BARRIER_REPLY latencies.
+    confirmed: LatencyHistogram,
 }
+
+/// How many CNM → GROUP_MOD start times the session keeps for its shell.
+pub const CNM_REACTIONS_KEPT: usize = 1024;
 
 impl Session {
     /// A session with the policy/weights constants of `agent` and the I/O settings of `cfg`.
@@ -359,6 +378,10 @@ impl Session {
             counters: SessionCounters::default(),
             plan_changed: false,
             last_refusal_read_ns: None,
+            cnm_reactions: VecDeque::new(),
+            barriers: VecDeque::new(),
+            barrier_seq: 0,
+            confirmed: LatencyHistogram::default(),
         };
         session.apply_links();
         Ok(session)
@@ -413,6 +436,7 @@ impl Session {
         self.tx_bytes.clear();
         self.bucket_bytes.clear();
         self.bucket_zeroed.clear();
+        self.barriers.clear();
         self.role = RoleState::Unknown;
     }
 
@@ -437,6 +461,7 @@ impl Session {
     pub fn on_disconnected(&mut self) {
         self.channel = None;
         self.round = None;
+        self.barriers.clear();
     }
 
     /// Whether a connection is up.
@@ -598,6 +623,11 @@ impl Session {
                 };
             }
             Body::MultipartReply(r) => self.on_multipart(kind, r.body, now_ns),
+            Body::BarrierReply => {
+                if let Pending::Barrier(seq) = kind {
+                    self.on_barrier(seq, true, now_ns);
+                }
+            }
             _ => {}
         }
     }
@@ -624,6 +654,11 @@ impl Session {
                     self.last_refusal_read_ns = Some(now_ns);
                     self.start_plan_read(now_ns);
                 }
+            }
+            Pending::Barrier(seq) => {
+                self.counters.other_errors += 1;
+                tracing::warn!(%error, "switch refused BARRIER_REQUEST");
+                self.on_barrier(seq, false, now_ns);
             }
             Pending::GroupDesc(_) | Pending::Flows(_) => {
                 self.counters.other_errors += 1;
@@ -846,7 +881,8 @@ impl Session {
         if !self.channel.as_ref().is_some_and(Channel::is_up) {
             return;
         }
-        while let Some(w) = self.core.poll_write() {
+        let mut answered = Vec::new();
+        while let Some(TimedWrite { write: w, cnm_ns }) = self.core.poll_timed_write() {
             let Some(buckets) = self
                 .core
                 .plan()
@@ -867,7 +903,54 @@ impl Session {
                     Message::group_mod(x, GroupMod::modify_select(group_id, buckets))
                 });
             }
+            if let Some(t) = cnm_ns {
+                if self.cnm_reactions.len() >= CNM_REACTIONS_KEPT {
+                    self.cnm_reactions.pop_front();
+                }
+                self.cnm_reactions.push_back(t);
+                answered.push(t);
+            }
         }
+        // The switch's answer to a barrier behind them says when it has processed them: the
+        // CNM → weights-applied time, with no reading of the groups.
+        if !answered.is_empty() {
+            self.barrier_seq += 1;
+            let seq = self.barrier_seq;
+            self.request(Pending::Barrier(seq), Message::barrier_request);
+            self.barriers.push_back((seq, answered));
+        }
+    }
+
+    /// A BARRIER_REPLY (`Some`) or a refused barrier (`None`) for barrier `seq`: replies come
+    /// in order, so every earlier barrier is answered too.
+    fn on_barrier(&mut self, seq: u64, replied: bool, now_ns: u64) {
+        while let Some((s, cnms)) = self.barriers.pop_front() {
+            if s > seq {
+                self.barriers.push_front((s, cnms));
+                break;
+            }
+            if !replied {
+                continue;
+            }
+            for cnm_ns in cnms {
+                let ns = now_ns.saturating_sub(cnm_ns);
+                self.confirmed.observe_ns(ns);
+                tracing::trace!(
+                    cnm_ns,
+                    confirmed_ns = now_ns,
+                    ns,
+                    "CNM → GROUP_MOD confirmed"
+                );
+            }
+        }
+    }
+
+    /// The arrival (`now_ns` of the [`handle_bytes`](Self::handle_bytes) that brought it) of
+    /// the CNM each GROUP_MOD handed out by [`poll_transmit`](Self::poll_transmit) since the
+    /// last call answers, one per GROUP_MOD that answers one: the shell, having written the
+    /// messages, observes its CNM → GROUP_MOD latencies from them.
+    pub fn take_cnm_reactions(&mut self) -> std::collections::vec_deque::Drain<'_, u64> {
+        self.cnm_reactions.drain(..)
     }
 
     /// Whether the plan or the port list changed since the last call (the shell then
@@ -953,6 +1036,7 @@ impl Session {
             fb_avg: self.policy().fb_avg(),
             counters: self.counters(),
             port_rates: self.port_rates.clone(),
+            cnm_to_group_mod_confirmed: self.confirmed,
         }
     }
 }

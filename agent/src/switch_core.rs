@@ -92,6 +92,20 @@ pub struct CoreCounters {
     pub frozen_events_ignored: u64,
 }
 
+/// A weight write, and when the earliest received CNM whose reaction it is the first write to
+/// carry arrived (the `now_ns` given to [`SwitchCore::on_cnm`]): the start of that CNM's
+/// CNM → GROUP_MOD latency. `None` when no received CNM is in it (an increase on sent octets or
+/// the idle timer, a relearned plan, the emulated CP's own samples). A CNM whose change is
+/// deferred by the minimum update interval is carried by the write that the interval releases,
+/// so the deferral counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimedWrite {
+    /// The write.
+    pub write: GroupWrite,
+    /// Arrival of the earliest CNM it answers, ns.
+    pub cnm_ns: Option<u64>,
+}
+
 /// What [`SwitchCore::learn`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Learned {
@@ -114,7 +128,11 @@ pub struct SwitchCore {
     seeded: BTreeSet<u32>,
     effects: Effects,
     scratch: Vec<GroupWrite>,
-    writes: VecDeque<GroupWrite>,
+    writes: VecDeque<TimedWrite>,
+    /// While [`on_cnm`](Self::on_cnm) feeds the policy: the CNM's arrival.
+    feeding_cnm: Option<u64>,
+    /// Groups with a CNM's change not yet written: (group id, earliest such CNM's arrival).
+    cnm_unwritten: Vec<(u32, u64)>,
     counters: CoreCounters,
     /// Frozen by the operator: P stands still and no weight is written.
     frozen: bool,
@@ -131,6 +149,8 @@ impl SwitchCore {
             effects: Effects::new(),
             scratch: Vec::new(),
             writes: VecDeque::new(),
+            feeding_cnm: None,
+            cnm_unwritten: Vec::new(),
             counters: CoreCounters::default(),
             frozen: false,
         })
@@ -263,7 +283,9 @@ impl SwitchCore {
     pub fn on_cnm(&mut self, port: PortNo, culprit_dst: MacAddr, qntz_fb: u8, now_ns: u64) {
         self.counters.cnm_received += 1;
         let port = self.minimal_port_towards(culprit_dst).unwrap_or(port);
+        self.feeding_cnm = Some(now_ns);
         self.feed(Event::CnmReceived { port, qntz_fb }, now_ns);
+        self.feeding_cnm = None;
     }
 
     /// `bytes` octets left fabric port `port` since the last report for it.
@@ -352,6 +374,11 @@ impl SwitchCore {
 
     /// The next weight write for the switch, oldest first.
     pub fn poll_write(&mut self) -> Option<GroupWrite> {
+        self.writes.pop_front().map(|t| t.write)
+    }
+
+    /// The next weight write with the arrival of the CNM it answers, oldest first.
+    pub fn poll_timed_write(&mut self) -> Option<TimedWrite> {
         self.writes.pop_front()
     }
 
@@ -404,13 +431,32 @@ impl SwitchCore {
             tracing::trace!(port = c.port, old = c.old_percent, new = c.new_percent, cause = ?c.cause, "P changed");
             self.weights
                 .on_probability(c.port, c.new_percent, now_ns, &mut self.scratch);
+            if let Some(t) = self.feeding_cnm {
+                for dp in self.weights.groups().filter(|dp| dp.minimal_port == c.port) {
+                    if !self.cnm_unwritten.iter().any(|(g, _)| *g == dp.group_id) {
+                        self.cnm_unwritten.push((dp.group_id, t));
+                    }
+                }
+            }
         }
         self.queue_writes();
     }
 
     fn queue_writes(&mut self) {
         self.counters.writes += self.scratch.len() as u64;
-        self.writes.extend(self.scratch.drain(..));
+        for write in self.scratch.drain(..) {
+            let i = self
+                .cnm_unwritten
+                .iter()
+                .position(|(g, _)| *g == write.group_id);
+            let cnm_ns = i.map(|i| self.cnm_unwritten.swap_remove(i).1);
+            self.writes.push_back(TimedWrite { write, cnm_ns });
+        }
+        // A CNM whose change moved no weight by a quantum needs no write: nothing to time.
+        if !self.cnm_unwritten.is_empty() {
+            let weights = &self.weights;
+            self.cnm_unwritten.retain(|(g, _)| weights.is_pending(*g));
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 
 use super::port_stats::PortStallView;
 use super::{Registry, SwitchView};
+use crate::latency::LatencyHistogram;
 use crate::port_stats::FitfHistogram;
 use crate::runtime::emulated_cp::CpPortStatus;
 use crate::session::{DropReason, PortStatus};
@@ -120,6 +121,7 @@ enum Value {
     Int(u64),
     Real(f64),
     Fitf(FitfHistogram),
+    Latency(LatencyHistogram),
 }
 
 impl Value {
@@ -133,6 +135,13 @@ impl Value {
             (_, Value::Fitf(h)) => encoder
                 .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
                     h.sum,
+                    h.count,
+                    &h.bounds(),
+                    None,
+                ),
+            (_, Value::Latency(h)) => encoder
+                .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                    h.sum_s,
                     h.count,
                     &h.bounds(),
                     None,
@@ -252,7 +261,7 @@ fn seconds(ns: u64) -> f64 {
 }
 
 /// Every family, in exposition order.
-const FAMILIES: [Family; 26] = [
+const FAMILIES: [Family; 28] = [
     family(
         Gauge,
         "fabricflow_agent_connected",
@@ -334,6 +343,24 @@ const FAMILIES: [Family; 26] = [
         "fabricflow_agent_group_mod_errors",
         "GROUP_MODs refused by the switch.",
         |v| per_switch(v.session.counters.group_mod_errors),
+    ),
+    family(
+        Histogram,
+        "fabricflow_agent_cnm_to_group_mod_seconds",
+        concat!(
+            "Per GROUP_MOD answering a received CNM: from reading the CNM's packet-in to having ",
+            "written the GROUP_MOD (a write deferred by the minimum update interval included)."
+        ),
+        |v| per_switch(Value::Latency(v.cnm_to_group_mod)),
+    ),
+    family(
+        Histogram,
+        "fabricflow_agent_cnm_to_group_mod_confirmed_seconds",
+        concat!(
+            "Per GROUP_MOD answering a received CNM: from reading the CNM's packet-in to reading ",
+            "the switch's reply to the barrier behind the GROUP_MOD (the switch has processed it)."
+        ),
+        |v| per_switch(Value::Latency(v.session.cnm_to_group_mod_confirmed)),
     ),
     family(
         Counter,
@@ -523,6 +550,9 @@ mod tests {
             },
             stall,
         }];
+        // Two CNMs answered: in 40 µs and, deferred, in 3 ms.
+        s0.cnm_to_group_mod.observe_ns(40_000);
+        s0.cnm_to_group_mod.observe_ns(3_000_000);
         let mut rate = crate::port_stats::OfPortRate::default();
         rate.observe(1, 0, 0, 0);
         rate.observe(2, 0, 625_000, 0);
@@ -650,6 +680,82 @@ fabricflow_agent_group_mods_total{switch="s1"} 0
 # TYPE fabricflow_agent_group_mod_errors counter
 fabricflow_agent_group_mod_errors_total{switch="s0"} 24
 fabricflow_agent_group_mod_errors_total{switch="s1"} 0
+# HELP fabricflow_agent_cnm_to_group_mod_seconds Per GROUP_MOD answering a received CNM: from reading the CNM's packet-in to having written the GROUP_MOD (a write deferred by the minimum update interval included).
+# TYPE fabricflow_agent_cnm_to_group_mod_seconds histogram
+fabricflow_agent_cnm_to_group_mod_seconds_sum{switch="s0"} 0.00304
+fabricflow_agent_cnm_to_group_mod_seconds_count{switch="s0"} 2
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.00001",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.000025",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.00005",switch="s0"} 1
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.0001",switch="s0"} 1
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.00025",switch="s0"} 1
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.0005",switch="s0"} 1
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.001",switch="s0"} 1
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.0025",switch="s0"} 1
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.005",switch="s0"} 2
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.01",switch="s0"} 2
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.025",switch="s0"} 2
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.05",switch="s0"} 2
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.1",switch="s0"} 2
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.25",switch="s0"} 2
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="1.0",switch="s0"} 2
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="+Inf",switch="s0"} 2
+fabricflow_agent_cnm_to_group_mod_seconds_sum{switch="s1"} 0.0
+fabricflow_agent_cnm_to_group_mod_seconds_count{switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.00001",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.000025",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.00005",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.0001",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.00025",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.0005",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.001",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.0025",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.005",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.01",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.025",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.05",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.1",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="0.25",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="1.0",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_seconds_bucket{le="+Inf",switch="s1"} 0
+# HELP fabricflow_agent_cnm_to_group_mod_confirmed_seconds Per GROUP_MOD answering a received CNM: from reading the CNM's packet-in to reading the switch's reply to the barrier behind the GROUP_MOD (the switch has processed it).
+# TYPE fabricflow_agent_cnm_to_group_mod_confirmed_seconds histogram
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_sum{switch="s0"} 0.0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_count{switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.00001",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.000025",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.00005",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.0001",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.00025",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.0005",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.001",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.0025",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.005",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.01",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.025",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.05",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.1",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.25",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="1.0",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="+Inf",switch="s0"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_sum{switch="s1"} 0.0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_count{switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.00001",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.000025",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.00005",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.0001",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.00025",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.0005",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.001",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.0025",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.005",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.01",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.025",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.05",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.1",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="0.25",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="1.0",switch="s1"} 0
+fabricflow_agent_cnm_to_group_mod_confirmed_seconds_bucket{le="+Inf",switch="s1"} 0
 # HELP fabricflow_agent_connects Connections established.
 # TYPE fabricflow_agent_connects counter
 fabricflow_agent_connects_total{switch="s0"} 25

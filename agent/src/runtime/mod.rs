@@ -49,6 +49,10 @@ pub struct SwitchView {
     pub emulated_cp_off: Option<String>,
     /// Per-port stall counters (`[runtime.port_stall]`); empty when off.
     pub port_stall: Vec<port_stats::PortStallView>,
+    /// Per GROUP_MOD that answers a received CNM: from reading the CNM's packet-in to having
+    /// written the GROUP_MOD to the socket (a write the minimum update interval deferred
+    /// included).
+    pub cnm_to_group_mod: crate::latency::LatencyHistogram,
 }
 
 /// Every switch's view, by name; shared by the switch tasks and the HTTP server.

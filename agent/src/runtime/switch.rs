@@ -16,6 +16,7 @@ use super::emulated_cp::{self, CpHandle, GeneratedCnm};
 use super::port_stats::{self, StallHandle, WatchedPort};
 use super::{now_ns, publish, Registry};
 use crate::config::{AgentConfig, SwitchConfig};
+use crate::latency::LatencyHistogram;
 use crate::session::{Session, SessionConfig};
 
 /// The session settings of `cfg.runtime` and `cfg.link` for switch `sw`.
@@ -95,6 +96,7 @@ pub async fn run_switch(
     let (cnm_tx, mut cnm_rx) = mpsc::channel::<GeneratedCnm>(1024);
     let mut cp: Option<CpHandle> = None;
     let mut stall: Option<StallHandle> = None;
+    let mut reaction = LatencyHistogram::default();
     loop {
         if *stop.borrow() {
             break;
@@ -114,13 +116,17 @@ pub async fn run_switch(
                     &mut cnm_rx,
                     &mut cp,
                     &mut stall,
+                    &mut reaction,
                 )
                 .await
             }
             Err(e) => Err(anyhow::Error::from(e)),
         };
         session.on_disconnected();
-        publish(&reg, &name, |v| v.session = session.status());
+        publish(&reg, &name, |v| {
+            v.session = session.status();
+            v.cnm_to_group_mod = reaction;
+        });
         if let Err(e) = result {
             tracing::warn!(switch = %name, error = %e, retry_in = ?backoff, "switch connection failed");
         } else if !*stop.borrow() {
@@ -153,6 +159,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     cnm_rx: &mut mpsc::Receiver<GeneratedCnm>,
     cp: &mut Option<CpHandle>,
     stall: &mut Option<StallHandle>,
+    reaction: &mut LatencyHistogram,
 ) -> anyhow::Result<()> {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut buf = vec![0u8; 1 << 16];
@@ -167,6 +174,12 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         }
         if !out.is_empty() {
             wr.write_all(&out).await?;
+            let written = now_ns();
+            for cnm_ns in session.take_cnm_reactions() {
+                let ns = written.saturating_sub(cnm_ns);
+                reaction.observe_ns(ns);
+                tracing::trace!(cnm_ns, written_ns = written, ns, "CNM → GROUP_MOD written");
+            }
         }
         // What the channel queued before closing (HELLO_FAILED) went out above.
         if let Some(reason) = session.close_reason() {
@@ -186,10 +199,12 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             let st = session.status();
             let cps = cp.as_ref().map(CpHandle::status);
             let stalls = stall.as_ref().map(StallHandle::status).unwrap_or_default();
+            let reaction = *reaction;
             publish(reg, name, |v| {
                 v.session = st;
                 v.emulated_cp = cps;
                 v.port_stall = stalls;
+                v.cnm_to_group_mod = reaction;
             });
         }
         let deadline = session

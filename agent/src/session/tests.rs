@@ -264,6 +264,33 @@ fn learns_the_plan_then_a_cnm_on_a_fabric_port_rewrites_weights_keeping_structur
 }
 
 #[test]
+fn each_group_mod_answering_a_cnm_hands_out_the_cnms_arrival_and_a_barrier_confirms_it() {
+    let (mut s, _) = running(plan_groups());
+    drain(&mut s);
+    assert_eq!(s.take_cnm_reactions().count(), 0);
+    feed(&mut s, &packet_in(3, cnm_frame(63)), 2 * MS);
+    let sent = drain(&mut s);
+    assert_eq!(group_mods(&sent).len(), 1);
+    // A barrier follows the GROUP_MOD; its reply confirms the write 3 ms after the CNM.
+    assert!(matches!(
+        sent.last().map(|m| &m.body),
+        Some(Body::BarrierRequest)
+    ));
+    let barrier = sent.last().unwrap().xid;
+    assert_eq!(s.take_cnm_reactions().collect::<Vec<_>>(), vec![2 * MS]);
+    assert_eq!(s.take_cnm_reactions().count(), 0, "taken once");
+    assert_eq!(s.status().cnm_to_group_mod_confirmed.count, 0);
+    feed(&mut s, &Message::new(barrier, Body::BarrierReply), 5 * MS);
+    let confirmed = s.status().cnm_to_group_mod_confirmed;
+    assert_eq!(confirmed.count, 1);
+    assert!((confirmed.sum_s - 0.003).abs() < 1e-12);
+    // A CNM from a host port changes nothing and answers nothing.
+    feed(&mut s, &packet_in(1, cnm_frame(63)), 3 * MS);
+    assert!(group_mods(&drain(&mut s)).is_empty());
+    assert_eq!(s.take_cnm_reactions().count(), 0);
+}
+
+#[test]
 fn cnms_from_host_ports_malformed_or_before_the_plan_are_counted_and_dropped() {
     let mut s = session();
     connect_at(&mut s, 0);

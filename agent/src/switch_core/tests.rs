@@ -163,6 +163,50 @@ fn writes_wait_for_the_minimum_interval_and_leave_on_the_timer() {
     assert_eq!(c.next_deadline_ns(), None);
 }
 
+fn timed(c: &mut SwitchCore) -> Vec<TimedWrite> {
+    std::iter::from_fn(|| c.poll_timed_write()).collect()
+}
+
+#[test]
+fn a_write_carries_the_arrival_of_the_earliest_cnm_it_answers() {
+    let mut c = core(crate::policy::Variant::Base, 10_000);
+    c.learn(plan([255, 0, 1]), 0, 0);
+    c.on_cnm(3, to7(), 10, MS);
+    let w = timed(&mut c);
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].cnm_ns, Some(MS), "an immediate write answers its CNM");
+    // Two CNMs deferred by the interval: the write the timer releases answers the first.
+    c.on_cnm(3, to7(), 10, 2 * MS);
+    c.on_cnm(3, to7(), 10, 3 * MS);
+    assert!(timed(&mut c).is_empty());
+    c.on_timer(11 * MS);
+    let w = timed(&mut c);
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].cnm_ns, Some(2 * MS), "the deferral counts");
+    // An increase on sent octets answers no CNM.
+    c.on_bytes(3, 100_000_000, 30 * MS);
+    let w = timed(&mut c);
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].cnm_ns, None);
+    assert!(c.cnm_unwritten.is_empty());
+}
+
+#[test]
+fn a_cnm_that_moves_no_weight_by_a_quantum_leaves_nothing_to_time() {
+    let weights = WeightsConfig {
+        min_update_interval_line_bytes: 0,
+        min_change_quanta: 5,
+        ..WeightsConfig::default()
+    };
+    let mut c = SwitchCore::new(PolicyConfig::published(), weights).unwrap();
+    c.learn(plan([255, 0, 1]), 0, 0);
+    // QntzFb 1: P 100 → 99.2, bucket 0 255 → 253, under 5 quanta.
+    c.on_cnm(3, to7(), 1, MS);
+    assert!(c.policy().p_percent(3).unwrap() < 100.0);
+    assert!(timed(&mut c).is_empty());
+    assert!(c.cnm_unwritten.is_empty());
+}
+
 #[test]
 fn a_congestion_sample_charges_source_processing_and_routes_the_cnm() {
     let mut c = core(crate::policy::Variant::SourceProcessing, 0);
