@@ -31,9 +31,11 @@ def recorded_pids():
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            # Mininet host shells, and the controller/agent a controller-mode run started.
+            # Mininet host shells, and the controller/agent a controller-mode run started, and
+            # the etcd members of a chaos run (data directory in the run's ffmn- directory).
             if b"mininet:" in cmd or b"fabricflow-controller\0run" in cmd \
-                    or b"fabricflow-agent\0run" in cmd:
+                    or b"fabricflow-agent\0run" in cmd \
+                    or (cmd.startswith(b"etcd\0") and b"/ffmn-" in cmd):
                 pids.append(pid)
         f.unlink()
     return pids

@@ -70,11 +70,12 @@ DEFAULT_TCP_CC = "cubic"
 
 
 def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=None,
-              cc=DEFAULT_TCP_CC):
+              cc=DEFAULT_TCP_CC, client_args=()):
     """Runs one iperf3 TCP flow per (src, dst); returns {flow_label: receiver's JSON path}.
 
     `on_tick` (if given) is called about once a second while the clients run; `cc` is the
-    senders' TCP congestion control (None: the host's default)."""
+    senders' TCP congestion control (None: the host's default); `client_args` go to every
+    client (e.g. ("--fq-rate", "6M"): socket pacing below the links' rate)."""
     outdir.mkdir(parents=True, exist_ok=True)
     servers, clients, files = [], [], {}
     by_dst = {}
@@ -107,7 +108,8 @@ def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=No
         ip = fn.fabric.host(dst)["ip"]
         cmd = (f"while [ ! -e {go} ]; do sleep 0.02; done; exec iperf3 -c {ip} "
                f"-p {base_port + i} -t {duration} -P {streams} -i 1 --json "
-               f"--connect-timeout 5000{f' -C {cc}' if cc else ''}")
+               f"--connect-timeout 5000{f' -C {cc}' if cc else ''}"
+               f"{''.join(' ' + a for a in client_args)}")
         with open(path, "w") as out:
             clients.append(fn.host_popen(fn.node(src), ["sh", "-c", cmd],
                                          stdout=out, stderr=subprocess.STDOUT))
