@@ -79,10 +79,15 @@ pub struct DesiredSwitch {
 pub trait PlanSource: Send + Sync {
     /// Every switch's desired state with the links in `failed_links` out of service.
     fn plan(&self, failed_links: &BTreeSet<LinkId>) -> BTreeMap<u64, DesiredSwitch>;
-    /// Whether a plan exists with `failed_links` out of service (an operator's drain is refused
-    /// when not: [`plan`](Self::plan) would keep the previous plan and the drain do nothing).
-    fn check(&self, failed_links: &BTreeSet<LinkId>) -> Result<(), String> {
-        let _ = failed_links;
+    /// Whether every host still has a path to every other with `failed_links` out of service,
+    /// leaving aside the hosts of the switches in `drained` (a drained switch takes its own
+    /// hosts with it). An operator's drain is refused when not.
+    fn check(
+        &self,
+        failed_links: &BTreeSet<LinkId>,
+        drained: &BTreeSet<u64>,
+    ) -> Result<(), String> {
+        let _ = (failed_links, drained);
         Ok(())
     }
     /// Every fabric link of the topology (failed or not); host links are not probed.

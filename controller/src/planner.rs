@@ -94,9 +94,17 @@ impl PlanSource for FabricPlanner {
         }
     }
 
-    fn check(&self, failed_links: &BTreeSet<LinkId>) -> Result<(), String> {
+    fn check(
+        &self,
+        failed_links: &BTreeSet<LinkId>,
+        drained: &BTreeSet<u64>,
+    ) -> Result<(), String> {
         let failed = self.model_links(failed_links);
-        if let Some((a, b)) = partitioned(&self.fabric, &failed) {
+        let drained: BTreeSet<SwitchId> = drained
+            .iter()
+            .filter_map(|&d| self.fabric.switch_by_dpid(d))
+            .collect();
+        if let Some((a, b)) = partitioned(&self.fabric, &failed, &drained) {
             let name = |s: SwitchId| self.fabric.switch(s).map_or("?", |x| x.name.as_str());
             return Err(format!(
                 "hosts on {} and {} would have no path",
@@ -127,9 +135,14 @@ impl FabricPlanner {
     }
 }
 
-/// Two switches with hosts that no path joins once `failed` is out of service, if any (the
-/// planner plans a partitioned fabric without complaint: its routes simply end).
-fn partitioned(fabric: &Fabric, failed: &BTreeSet<Link>) -> Option<(SwitchId, SwitchId)> {
+/// Two switches with hosts, neither in `ignore`, that no path joins once `failed` is out of
+/// service, if any (the planner plans a partitioned fabric without complaint: its routes simply
+/// end).
+fn partitioned(
+    fabric: &Fabric,
+    failed: &BTreeSet<Link>,
+    ignore: &BTreeSet<SwitchId>,
+) -> Option<(SwitchId, SwitchId)> {
     let n = fabric.switches().len();
     let mut root: Vec<SwitchId> = (0..n).collect();
     fn find(root: &mut [SwitchId], mut x: SwitchId) -> SwitchId {
@@ -151,7 +164,11 @@ fn partitioned(fabric: &Fabric, failed: &BTreeSet<Link>) -> Option<(SwitchId, Sw
             *slot = b;
         }
     }
-    let mut with_hosts = fabric.hosts().iter().map(|h| h.switch);
+    let mut with_hosts = fabric
+        .hosts()
+        .iter()
+        .map(|h| h.switch)
+        .filter(|s| !ignore.contains(s));
     let first = with_hosts.next()?;
     let r = find(&mut root, first);
     with_hosts
@@ -494,11 +511,22 @@ mod tests {
     fn check_reports_an_unplannable_failed_set() {
         let p = planner("dragonfly:p=1,a=2,h=1");
         let links = p.links();
-        assert_eq!(p.check(&BTreeSet::new()), Ok(()));
-        assert_eq!(p.check(&BTreeSet::from([links[0]])), Ok(()));
+        let none = BTreeSet::new();
+        assert_eq!(p.check(&BTreeSet::new(), &none), Ok(()));
+        assert_eq!(p.check(&BTreeSet::from([links[0]]), &none), Ok(()));
         let all: BTreeSet<_> = links.iter().copied().collect();
-        let err = p.check(&all).unwrap_err();
+        let err = p.check(&all, &none).unwrap_err();
         assert!(err.contains("no path"), "{err}");
+        // Every link of one switch: its hosts are cut off, refused for a link drain, fine when
+        // the switch itself is drained.
+        let dpid = links[0].a.dpid;
+        let its: BTreeSet<_> = links
+            .iter()
+            .filter(|l| l.a.dpid == dpid || l.b.dpid == dpid)
+            .copied()
+            .collect();
+        assert!(p.check(&its, &none).is_err());
+        assert_eq!(p.check(&its, &BTreeSet::from([dpid])), Ok(()));
     }
 
     #[test]

@@ -216,7 +216,7 @@ impl Shared {
                         .failed_with_drained(&next.drained(st.links.links()))
                 };
                 self.planner
-                    .check(&failed)
+                    .check(&failed, &next.drained_switches)
                     .map_err(OperatorError::Unplannable)?;
             }
             let json = serde_json::to_string(&next).unwrap_or_default();
