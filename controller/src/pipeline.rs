@@ -759,7 +759,10 @@ mod tests {
         let sp = switch(vec![Action::Group(7)]);
         let out = run(&sp, SelectMode::EveryBucket);
         assert_eq!(ports_of(&out), [vec![], vec![2]]);
-        assert_eq!(ports_of(&run(&sp, SelectMode::Bucket(0))), [Vec::<PortNo>::new()]);
+        assert_eq!(
+            ports_of(&run(&sp, SelectMode::Bucket(0))),
+            [Vec::<PortNo>::new()]
+        );
         assert_eq!(ports_of(&run(&sp, SelectMode::Bucket(1))), [[2]]);
     }
 }

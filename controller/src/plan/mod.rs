@@ -316,7 +316,13 @@ impl<'a> Planner<'a> {
     /// has one, else one of y's global ports whose peer does not send it straight back (spread by
     /// g). `None`: no such port, so that neighbour must not use the candidate for t.
     fn detour(&self, y: SwitchId, back: PortNo, t: SwitchId, g: u16) -> Option<PortNo> {
-        if let Some(p) = self.routes.minimal(y, t).iter().copied().find(|&p| p != back) {
+        if let Some(p) = self
+            .routes
+            .minimal(y, t)
+            .iter()
+            .copied()
+            .find(|&p| p != back)
+        {
             return Some(p);
         }
         let globals: Vec<PortNo> = self
