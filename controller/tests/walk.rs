@@ -554,8 +554,8 @@ fn switch_pairs(f: &Fabric) -> Vec<(HostId, HostId)> {
         .collect()
 }
 
-/// Every connected pair arrives on every path the plan allows — every SELECT bucket of weight
-/// > 0 at the source, each followed through the transit and diversion rules under OpenFlow's
+/// Every connected pair arrives on every path the plan allows — every SELECT bucket with a
+/// weight at the source, each followed through the transit and diversion rules under OpenFlow's
 /// arrival-port rule — and the walked first hops are exactly the source group's live weighted
 /// buckets (so no bucket is skipped). Disconnected pairs are dropped, never looped.
 fn assert_every_bucket_delivers(f: &Fabric, plan: &Plan, failed: &BTreeSet<Link>, ctx: &str) {
