@@ -781,3 +781,21 @@ mod uturn_props {
         }
     }
 }
+
+/// Without failed links nothing turns back, so no candidate is left out: every decision point of
+/// an h > 1 Dragonfly keeps all the switch's other global ports.
+#[test]
+fn uturn_filter_leaves_unfailed_plans_alone() {
+    for (spec, h) in [("dragonfly:p=1,a=2,h=3", 3), ("dragonfly:p=2,a=4,h=2", 2)] {
+        let f = fabric(spec);
+        let plan = plan(&f, 50.0, &BTreeSet::new(), false);
+        for (x, sp) in plan.switches.iter().enumerate() {
+            for g in &sp.groups {
+                let m = g.id - fabricflow_controller::plan::DEFAULT_GROUP_BASE;
+                let global = f.switches()[x].port(m).unwrap().role == PortRole::Global;
+                let candidates = g.buckets.len() - 2;
+                assert_eq!(candidates, h - usize::from(global), "{spec} {}", sp.name);
+            }
+        }
+    }
+}
