@@ -859,10 +859,11 @@ class ChaosTests(unittest.TestCase):
             if not arrives:
                 black_holed.append(p)
         # A pair that never used the link must arrive on every path of the re-plan. One that
-        # did may not yet (known, open): a surviving Valiant candidate whose intermediate group
-        # now reaches the destination back through the link the packet came in by; OpenFlow
-        # drops that output to the arrival port, so the share of flows the agent's weights give
-        # that bucket is black-holed until the link is up again (deploy/OPERATOR.md, "Chaos").
+        # did could not (the U-turn, fixed in the planner: deploy/OPERATOR.md, "Chaos"): a
+        # surviving Valiant candidate whose intermediate group reached the destination back
+        # through the link the packet came in by; OpenFlow drops that output to the arrival
+        # port, so the share of flows the agent's weights gave that bucket was black-holed
+        # until the link was up again. The list below should now stay empty.
         self.assertEqual(sorted(set(black_holed) - ctx["crossing"]), [],
                          "re-plan black-holes pairs that never used the failed link")
         box["black_holed"] = black_holed

@@ -370,6 +370,13 @@ impl<'a> SwitchPipeline<'a> {
             let mut next = Vec::with_capacity(states.len());
             for mut st in states {
                 match a {
+                    // OpenFlow sends to the arrival port only by IN_PORT: a switch drops an
+                    // output to it by number (Open vSwitch does), so the model must too or it
+                    // hides U-turns that lose packets on a real fabric.
+                    Action::Output(p) if *p == in_port => {
+                        st.note
+                            .get_or_insert_with(|| format!("output to arrival port {p} dropped"));
+                    }
                     Action::Output(p) => {
                         let port = if *p == ports::IN_PORT { in_port } else { *p };
                         st.emitted.push(Emission {
@@ -686,5 +693,76 @@ impl<'a> Walker<'a> {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use super::*;
+    use crate::plan::ir::{Group, Instructions};
+
+    /// One table-0 rule sending everything to `actions`, and a SELECT group 7 over ports 1 and 2.
+    fn switch(actions: Vec<Action>) -> SwitchPlan {
+        let bucket = |port| Bucket {
+            weight: 128,
+            watch_port: Some(port),
+            actions: vec![Action::Output(port)],
+        };
+        SwitchPlan {
+            dpid: 1,
+            name: "s".to_owned(),
+            flows: vec![Flow {
+                table: TABLE_CLASSIFY,
+                priority: 1,
+                cookie: 0,
+                matches: Match::default(),
+                instructions: Instructions::apply(actions),
+            }],
+            groups: vec![Group {
+                id: 7,
+                kind: GroupType::Select,
+                buckets: vec![bucket(1), bucket(2)],
+            }],
+        }
+    }
+
+    fn ports_of(outcomes: &[Outcome]) -> Vec<Vec<PortNo>> {
+        outcomes
+            .iter()
+            .map(|o| o.emitted.iter().map(|e| e.port).collect())
+            .collect()
+    }
+
+    #[test]
+    fn output_to_the_arrival_port_is_dropped_unless_by_in_port() {
+        let pkt = Packet::ipv4(MacAddr([2, 0, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 2]));
+        let live = |_: PortNo| true;
+        let run = |sp: &SwitchPlan, mode| {
+            SwitchPipeline::new(sp)
+                .execute(1, &pkt, mode, &live)
+                .unwrap()
+        };
+        // By number: dropped, with the reason.
+        let sp = switch(vec![Action::Output(1)]);
+        let out = run(&sp, SelectMode::EveryBucket);
+        assert_eq!(ports_of(&out), [Vec::<PortNo>::new()]);
+        assert!(out[0].note.as_deref().unwrap().contains("arrival port"));
+        // By IN_PORT: sent back (the ARP responder relies on it).
+        let sp = switch(vec![Action::Output(ports::IN_PORT)]);
+        assert_eq!(ports_of(&run(&sp, SelectMode::EveryBucket)), [[1]]);
+        // Other ports are unaffected.
+        let sp = switch(vec![Action::Output(2)]);
+        assert_eq!(ports_of(&run(&sp, SelectMode::EveryBucket)), [[2]]);
+        // A SELECT bucket to the arrival port is an alternative that emits nothing.
+        let sp = switch(vec![Action::Group(7)]);
+        let out = run(&sp, SelectMode::EveryBucket);
+        assert_eq!(ports_of(&out), [vec![], vec![2]]);
+        assert_eq!(
+            ports_of(&run(&sp, SelectMode::Bucket(0))),
+            [Vec::<PortNo>::new()]
+        );
+        assert_eq!(ports_of(&run(&sp, SelectMode::Bucket(1))), [[2]]);
     }
 }

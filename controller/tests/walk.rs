@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use fabricflow_controller::cdg::Cdg;
 use fabricflow_controller::pipeline::{End, Packet, SelectMode, Trace, Walker};
-use fabricflow_controller::plan::{ethertype, Lossless, DEFAULT_AGENT_CONTROLLER_ID};
+use fabricflow_controller::plan::{ethertype, Action, Flow, Lossless, DEFAULT_AGENT_CONTROLLER_ID};
 use fabricflow_controller::topology::{Fabric, HostId, PortRole};
 use fabricflow_controller::{Link, Plan, PlanOptions, TopologySpec};
 
@@ -538,4 +538,264 @@ fn h1_dragonfly_diverts_by_arrival_port() {
         "{traces:?}"
     );
     assert_eq!(global_links(&f, &traces[0]), 2);
+}
+
+/// One host of every host-bearing switch, every ordered pair of them: a switch's hosts share all
+/// rules but their delivery port, so this covers every switch-level path at a fraction of the
+/// host pairs.
+fn switch_pairs(f: &Fabric) -> Vec<(HostId, HostId)> {
+    let mut seen = BTreeSet::new();
+    let reps: Vec<HostId> = (0..f.hosts().len())
+        .filter(|&h| seen.insert(f.hosts()[h].switch))
+        .collect();
+    reps.iter()
+        .flat_map(|&s| reps.iter().map(move |&d| (s, d)))
+        .filter(|(s, d)| s != d)
+        .collect()
+}
+
+/// Every connected pair arrives on every path the plan allows — every SELECT bucket with a
+/// weight at the source, each followed through the transit and diversion rules under OpenFlow's
+/// arrival-port rule — and the walked first hops are exactly the source group's live weighted
+/// buckets (so no bucket is skipped). Disconnected pairs are dropped, never looped.
+fn assert_every_bucket_delivers(f: &Fabric, plan: &Plan, failed: &BTreeSet<Link>, ctx: &str) {
+    let comp = f.components(failed);
+    let w = Walker::new(f, plan, failed);
+    let live = |x: usize, port| f.link_at(x, port).is_none_or(|l| !failed.contains(&l));
+    for (s, d) in switch_pairs(f) {
+        let (ss, ds) = (f.hosts()[s].switch, f.hosts()[d].switch);
+        let ctx = format!("{ctx} {} -> {}", f.hosts()[s].name, f.hosts()[d].name);
+        let traces = w.walk_pair(s, d, SelectMode::EveryBucket).unwrap();
+        if comp[ss] != comp[ds] {
+            for t in &traces {
+                assert!(matches!(t.end, End::Dropped { .. }), "{ctx}: {t:?}");
+            }
+            continue;
+        }
+        assert_delivered(&traces, d, &ctx);
+        if f.switches()[ss].group == f.switches()[ds].group {
+            continue;
+        }
+        let b0 = w.walk_pair(s, d, SelectMode::Bucket(0)).unwrap();
+        let m = b0[0].hops[0].out_port;
+        let id = fabricflow_controller::plan::DEFAULT_GROUP_BASE + m;
+        let group = plan.switches[ss].groups.iter().find(|g| g.id == id);
+        let group = group.unwrap_or_else(|| panic!("{ctx}: no group {id}"));
+        let expected: BTreeSet<u32> = group
+            .buckets
+            .iter()
+            .filter(|b| b.weight > 0)
+            .filter_map(|b| b.watch_port)
+            .filter(|&p| live(ss, p))
+            .collect();
+        let walked: BTreeSet<u32> = traces.iter().map(|t| t.hops[0].out_port).collect();
+        assert_eq!(walked, expected, "{ctx}: first hops");
+    }
+}
+
+/// Specs of the U-turn regression: Dragonflies with h = 1 (local detours) and h > 1 (global
+/// Valiant candidates), and k-ary n-trees.
+const UTURN_SPECS: [&str; 6] = [
+    "dragonfly:p=1,a=2,h=1",
+    "dragonfly:p=1,a=2,h=3",
+    "dragonfly:p=1,a=3,h=1",
+    "dragonfly:p=2,a=4,h=2",
+    "fattree:k=4,n=2",
+    "fattree:k=4,n=3",
+];
+
+/// What an [`SelectMode::EveryBucket`] walk of a plan depends on: the flows and, per group, the
+/// distinct buckets of weight > 0 (not the weights themselves). Plans with equal keys walk
+/// identically.
+#[allow(clippy::type_complexity)]
+fn walk_key(plan: &Plan) -> Vec<(&[Flow], Vec<(u32, BTreeSet<(Option<u32>, &[Action])>)>)> {
+    plan.switches
+        .iter()
+        .map(|s| {
+            let groups = s
+                .groups
+                .iter()
+                .map(|g| {
+                    let live = g.buckets.iter().filter(|b| b.weight > 0);
+                    let set: BTreeSet<_> =
+                        live.map(|b| (b.watch_port, b.actions.as_slice())).collect();
+                    (g.id, set)
+                })
+                .collect();
+            (s.flows.as_slice(), groups)
+        })
+        .collect()
+}
+
+/// Checks the plans of every P around `failed` (a P whose plan walks like the previous one's is
+/// not walked again: P = 0 and P = 50 differ only in weights).
+fn check_failed_set(f: &Fabric, spec: &str, failed: &BTreeSet<Link>) {
+    let plans: Vec<(f64, Plan)> = [50.0, 0.0]
+        .into_iter()
+        .map(|p| (p, plan(f, p, failed, false)))
+        .collect();
+    for (i, (p, pl)) in plans.iter().enumerate() {
+        if i > 0 && walk_key(pl) == walk_key(&plans[i - 1].1) {
+            continue;
+        }
+        assert_every_bucket_delivers(f, pl, failed, &format!("{spec} P={p} {failed:?}"));
+    }
+}
+
+/// Checks every failed set, split over two threads.
+fn check_failed_sets(f: &Fabric, spec: &str, sets: &[BTreeSet<Link>]) {
+    std::thread::scope(|s| {
+        for chunk in sets.chunks(sets.len().div_ceil(2).max(1)) {
+            s.spawn(move || {
+                for failed in chunk {
+                    check_failed_set(f, spec, failed);
+                }
+            });
+        }
+    });
+}
+
+/// Every single failed link of `spec`.
+fn single_failures_deliver_through_every_bucket(spec: &str) {
+    let f = fabric(spec);
+    let sets: Vec<BTreeSet<Link>> = f.links().into_iter().map(|l| BTreeSet::from([l])).collect();
+    check_failed_sets(&f, spec, &sets);
+}
+
+/// The chaos e2e finding: Dragonfly(1,2,1) with g0s0:3–g1s1:3 down kept g2s0's Valiant bucket
+/// into group 0, which now reaches group 1 back through g2s0: black-holed on a real switch.
+#[test]
+fn uturn_chaos_case_is_delivered() {
+    let f = fabric("dragonfly:p=1,a=2,h=1");
+    let (a, b) = (
+        f.switch_by_name("g0s0").unwrap(),
+        f.switch_by_name("g1s1").unwrap(),
+    );
+    let link = f.link_at(a, 3).unwrap();
+    assert_eq!(f.link_at(b, 3), Some(link));
+    let failed = BTreeSet::from([link]);
+    for p in [100.0, 50.0, 0.0] {
+        let plan = plan(&f, p, &failed, false);
+        assert_every_bucket_delivers(&f, &plan, &failed, &format!("chaos P={p}"));
+    }
+}
+
+#[test]
+fn uturn_single_failures_dragonfly_1_2_1() {
+    single_failures_deliver_through_every_bucket(UTURN_SPECS[0]);
+}
+
+#[test]
+fn uturn_single_failures_dragonfly_1_2_3() {
+    single_failures_deliver_through_every_bucket(UTURN_SPECS[1]);
+}
+
+#[test]
+fn uturn_single_failures_dragonfly_1_3_1() {
+    single_failures_deliver_through_every_bucket(UTURN_SPECS[2]);
+}
+
+#[test]
+fn uturn_single_failures_dragonfly_2_4_2() {
+    single_failures_deliver_through_every_bucket(UTURN_SPECS[3]);
+}
+
+#[test]
+fn uturn_single_failures_fattrees() {
+    single_failures_deliver_through_every_bucket(UTURN_SPECS[4]);
+    single_failures_deliver_through_every_bucket(UTURN_SPECS[5]);
+}
+
+/// Double failures: every pair of links on the smallest Dragonflies, a fixed random sample on
+/// the others.
+#[test]
+fn uturn_double_failures() {
+    let mut rng = Rng(0x0075_7475_726e_0002);
+    for spec in UTURN_SPECS {
+        let f = fabric(spec);
+        let links = f.links();
+        let mut sets: Vec<BTreeSet<Link>> = Vec::new();
+        if links.len() <= 18 {
+            for i in 0..links.len() {
+                for j in i + 1..links.len() {
+                    sets.push(BTreeSet::from([links[i], links[j]]));
+                }
+            }
+        } else {
+            for _ in 0..24 {
+                let (i, j) = (rng.next(links.len()), rng.next(links.len()));
+                sets.push(BTreeSet::from([links[i], links[j]]));
+            }
+        }
+        check_failed_sets(&f, spec, &sets);
+    }
+}
+
+/// Lossless plans around failed links keep an acyclic channel dependency graph: dropping a
+/// candidate that would turn back, or choosing another detour port, must not add a cycle.
+#[test]
+fn uturn_free_lossless_plans_stay_acyclic_around_failures() {
+    for spec in [
+        "dragonfly:p=1,a=2,h=1",
+        "dragonfly:p=1,a=3,h=1",
+        "dragonfly:p=1,a=2,h=3",
+    ] {
+        let f = fabric(spec);
+        for link in f.links() {
+            let failed = BTreeSet::from([link]);
+            for p in [50.0, 0.0] {
+                let plan = plan(&f, p, &failed, true);
+                let cdg = Cdg::from_plan(&f, &plan, &failed).unwrap();
+                assert_eq!(cdg.find_cycle(), None, "{spec} P={p} {link:?}");
+            }
+        }
+    }
+}
+
+mod uturn_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SPECS: [&str; 4] = [
+        "dragonfly:p=1,a=2,h=1",
+        "dragonfly:p=1,a=3,h=1",
+        "dragonfly:p=1,a=2,h=3",
+        "fattree:k=2,n=3",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Any set of failed links, any P: every connected pair arrives through every bucket.
+        #[test]
+        fn random_failures_deliver_through_every_bucket(
+            spec in 0..SPECS.len(),
+            picks in proptest::collection::vec(any::<prop::sample::Index>(), 1..5),
+            p in prop_oneof![Just(0.0), Just(30.0), Just(50.0), Just(90.0)],
+        ) {
+            let f = fabric(SPECS[spec]);
+            let links = f.links();
+            let failed: BTreeSet<Link> = picks.iter().map(|i| links[i.index(links.len())]).collect();
+            let plan = plan(&f, p, &failed, false);
+            assert_every_bucket_delivers(&f, &plan, &failed, &format!("{} P={p} {failed:?}", SPECS[spec]));
+        }
+    }
+}
+
+/// Without failed links nothing turns back, so no candidate is left out: every decision point of
+/// an h > 1 Dragonfly keeps all the switch's other global ports.
+#[test]
+fn uturn_filter_leaves_unfailed_plans_alone() {
+    for (spec, h) in [("dragonfly:p=1,a=2,h=3", 3), ("dragonfly:p=2,a=4,h=2", 2)] {
+        let f = fabric(spec);
+        let plan = plan(&f, 50.0, &BTreeSet::new(), false);
+        for (x, sp) in plan.switches.iter().enumerate() {
+            for g in &sp.groups {
+                let m = g.id - fabricflow_controller::plan::DEFAULT_GROUP_BASE;
+                let global = f.switches()[x].port(m).unwrap().role == PortRole::Global;
+                let candidates = g.buckets.len() - 2;
+                assert_eq!(candidates, h - usize::from(global), "{spec} {}", sp.name);
+            }
+        }
+    }
 }

@@ -41,6 +41,13 @@
 //! of one of y's own global ports. Minimal forwarding never sends a packet both x→y and y→x
 //! (route costs strictly decrease), so these rules never catch minimal traffic; from the next
 //! group on the packet is routed minimally, so it crosses exactly two global links.
+//!
+//! **No U-turns:** OpenFlow drops an output to the arrival port, so a packet must never reach a
+//! switch that routes it straight back. Minimal forwarding cannot; only the first hop after a
+//! non-minimal one can, and only around failed links (the intermediate group now reaches the
+//! destination through the group the packet came from). So a global candidate whose peer would
+//! send it back, or a detour global port whose peer would, is never chosen; a candidate that
+//! cannot move on for every destination of its decision point is left out of the group.
 
 pub mod ir;
 
@@ -294,8 +301,66 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// Whether the switch behind x's port `port` sends a packet for t straight back out of the
+    /// port it came in on. Minimal forwarding never does (route costs strictly decrease), so only
+    /// a non-minimal hop can lead there: around failed links the peer may reach t through x again.
+    /// OpenFlow drops an output to the arrival port (only `IN_PORT` sends back), so such a hop
+    /// black-holes every packet taking it.
+    fn sends_back(&self, x: SwitchId, port: PortNo, t: SwitchId) -> bool {
+        self.peer_switch(x, port)
+            .is_some_and(|(y, back)| self.primary(y, t) == Some(back))
+    }
+
+    /// Where y sends a packet for t (of group g) that a neighbour's local candidate diverted to
+    /// it over y's port `back`, when y's own route would send it back: another minimal port if y
+    /// has one, else one of y's global ports whose peer does not send it straight back (spread by
+    /// g). `None`: no such port, so that neighbour must not use the candidate for t.
+    fn detour(&self, y: SwitchId, back: PortNo, t: SwitchId, g: u16) -> Option<PortNo> {
+        if let Some(p) = self
+            .routes
+            .minimal(y, t)
+            .iter()
+            .copied()
+            .find(|&p| p != back)
+        {
+            return Some(p);
+        }
+        let globals: Vec<PortNo> = self
+            .ports_with_role(y, PortRole::Global)
+            .into_iter()
+            .filter(|&p| p != back && !self.sends_back(y, p, t))
+            .collect();
+        globals.get(usize::from(g) % globals.len().max(1)).copied()
+    }
+
+    /// Whether a packet for t (of group g) that x sends out of candidate port `c` moves on from
+    /// the next switch: the peer routes it on (from there on minimally, so it never turns back
+    /// again), or, for a local candidate whose peer would send it back, the peer's detour does.
+    fn moves_on(&self, x: SwitchId, c: PortNo, t: SwitchId, g: u16) -> bool {
+        match self.peer_switch(x, c) {
+            None => false,
+            Some(_) if !self.sends_back(x, c, t) => true,
+            Some((y, back)) => {
+                let local = self
+                    .fabric
+                    .switch(x)
+                    .and_then(|s| s.port(c))
+                    .is_some_and(|p| p.role == PortRole::Local);
+                local && self.detour(y, back, t, g).is_some()
+            }
+        }
+    }
+
     /// Decision points of switch x, minimal port → its candidates (only switches with hosts
     /// inject).
+    ///
+    /// A candidate's bucket carries every destination whose minimal port is m, so a port is a
+    /// candidate only if the packet moves on from the next switch for all of them
+    /// ([`Planner::moves_on`]): around failed links a Valiant intermediate group, or a local
+    /// detour's global link, may lead straight back to where the packet came from, and the share
+    /// of flows the agent's weights gave that bucket would be lost until the link is back.
+    /// Dropping a candidate only removes paths, so the remaining ones keep the shapes the phase
+    /// rules and the channel-dependency check are built on.
     fn decision_points(&self, x: SwitchId) -> BTreeMap<PortNo, CandidatePorts> {
         let mut dps: BTreeMap<PortNo, CandidatePorts> = BTreeMap::new();
         let Some(sw) = self.fabric.switch(x) else {
@@ -304,6 +369,8 @@ impl<'a> Planner<'a> {
         if !sw.has_hosts() {
             return dps;
         }
+        // Minimal port → the (group, switch) destinations using it.
+        let mut dests: BTreeMap<PortNo, Vec<(u16, SwitchId)>> = BTreeMap::new();
         for (&g, members) in self.fabric.edge_groups() {
             if Some(g) == sw.group {
                 continue;
@@ -324,23 +391,27 @@ impl<'a> Planner<'a> {
                     None => others,
                     Some(prev) => prev.intersection(&others).copied().collect(),
                 });
+                dests.entry(m).or_default().push((g, t));
             }
         }
         for (&m, dp) in dps.iter_mut() {
+            let ts = dests.get(&m).map(Vec::as_slice).unwrap_or(&[]);
+            let usable = |c: PortNo| ts.iter().all(|&(g, t)| self.moves_on(x, c, t, g));
+            // Equal-cost ports are minimal for every destination here: they never turn back.
             let mut cands: Vec<PortNo> = dp.ecmp.clone().unwrap_or_default().into_iter().collect();
             if self.dragonfly {
                 let globals = self.ports_with_role(x, PortRole::Global);
                 for p in globals {
-                    if p != m && !cands.contains(&p) {
+                    if p != m && !cands.contains(&p) && usable(p) {
                         cands.push(p);
                     }
                 }
                 if cands.is_empty() {
                     for l in self.ports_with_role(x, PortRole::Local) {
-                        let usable = self.peer_switch(x, l).is_some_and(|(y, _)| {
+                        let towards_global = self.peer_switch(x, l).is_some_and(|(y, _)| {
                             !self.ports_with_role(y, PortRole::Global).is_empty()
                         });
-                        if usable && l != m {
+                        if towards_global && l != m && usable(l) {
                             cands.push(l);
                         }
                     }
@@ -402,22 +473,7 @@ impl<'a> Planner<'a> {
                             if self.primary(y, t) != Some(back) {
                                 continue;
                             }
-                            let other_min = self
-                                .routes
-                                .minimal(y, t)
-                                .iter()
-                                .copied()
-                                .find(|&p| p != back);
-                            let act = other_min.or_else(|| {
-                                let globals: Vec<PortNo> = self
-                                    .ports_with_role(y, PortRole::Global)
-                                    .into_iter()
-                                    .filter(|&p| p != back)
-                                    .collect();
-                                let key = usize::from(g);
-                                globals.get(key % globals.len().max(1)).copied()
-                            });
-                            if let Some(port) = act {
+                            if let Some(port) = self.detour(y, back, t, g) {
                                 out.entry(y)
                                     .or_default()
                                     .entry(back)
