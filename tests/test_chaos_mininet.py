@@ -858,14 +858,12 @@ class ChaosTests(unittest.TestCase):
             self.assertNotIn(ends, links, f"re-plan still sends {p} over the failed link")
             if not arrives:
                 black_holed.append(p)
-        # A pair that never used the link must arrive on every path of the re-plan. One that
-        # did could not (the U-turn, fixed in the planner: deploy/OPERATOR.md, "Chaos"): a
-        # surviving Valiant candidate whose intermediate group reached the destination back
-        # through the link the packet came in by; OpenFlow drops that output to the arrival
-        # port, so the share of flows the agent's weights gave that bucket was black-holed
-        # until the link was up again. The list below should now stay empty.
-        self.assertEqual(sorted(set(black_holed) - ctx["crossing"]), [],
-                         "re-plan black-holes pairs that never used the failed link")
+        # Every pair arrives on every path of the re-plan. The planner once kept a surviving
+        # Valiant candidate whose intermediate group reached the destination back through the
+        # link the packet came in by (a U-turn: deploy/OPERATOR.md, "Chaos"); OpenFlow drops
+        # that output to the arrival port, so the share of flows the agent's weights gave the
+        # bucket was black-holed until the link was up again.
+        self.assertEqual(sorted(black_holed), [], "re-plan black-holes pairs (U-turn)")
         box["black_holed"] = black_holed
         res["detail"] = (f"link reported {box['link_down']['health']} "
                          f"(ports down {box['link_down']['ports_down']}); re-planned in {res['replan_s']} s, "
