@@ -12,7 +12,7 @@
 # measuring threads — at nice N (ovs-vswitchd runs at -10; `Nice=` in the agent's unit).
 #
 # Needs root and ovs-vswitchd (scripts/ovs-start.sh); drives Open vSwitch, so run it under
-# `flock /tmp/fabricflow-ovs.lock`.
+# `flock -o /tmp/fabricflow-ovs.lock`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --release -p fabricflow-agent --test ovs_agent --no-run 2>/dev/null

@@ -3,7 +3,7 @@
 # the controller runtime and QCN-SW (controller + agent with the emulated congestion point).
 # Needs root, Open vSwitch running (scripts/ovs-start.sh) and mininet/iperf3 (install-deps.sh).
 # FF_E2E_LARGE=0 skips the 36-switch Dragonfly ping test (~1.5 min). test_chaos_mininet.py
-# (~1.5 min) kills -9 and restarts ovs-vswitchd: run this under flock /tmp/fabricflow-ovs.lock.
+# (~1.5 min) kills -9 and restarts ovs-vswitchd: run this under flock -o /tmp/fabricflow-ovs.lock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $(id -u) -ne 0 ]]; then

@@ -1,6 +1,6 @@
 """Issue 17 item 4: chaos on a live Mininet fabric, controller + agent (QCN-SW) mode.
 
-Run with tests/run-e2e.sh (root, under `flock /tmp/fabricflow-ovs.lock`: one fault restarts
+Run with tests/run-e2e.sh (root, under `flock -o /tmp/fabricflow-ovs.lock`: one fault restarts
 ovs-vswitchd). Dragonfly(1,2,1) (3 groups, 6 switches, 6 hosts), every link 10 Mb/s.
 
 Per fault a *window*: every ordered host pair pings at 20 ms (`ping -i 0.02`, 30 pairs) and two
