@@ -26,6 +26,7 @@ use crate::desired::{self, DesiredSwitch, LinkId, PlanSource};
 use crate::plan::ir::{self, Field, FieldRange, GroupType, Masked};
 use crate::plan::{Plan, PlanError, PlanOptions, SwitchPlan};
 use crate::topology::{Fabric, Link, Peer, SwitchId};
+use crate::Routes;
 
 /// Why a plan could not become OpenFlow messages.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -143,36 +144,15 @@ fn partitioned(
     failed: &BTreeSet<Link>,
     ignore: &BTreeSet<SwitchId>,
 ) -> Option<(SwitchId, SwitchId)> {
-    let n = fabric.switches().len();
-    let mut root: Vec<SwitchId> = (0..n).collect();
-    fn find(root: &mut [SwitchId], mut x: SwitchId) -> SwitchId {
-        while let Some(&r) = root.get(x) {
-            if r == x {
-                break;
-            }
-            let up = root.get(r).copied().unwrap_or(r);
-            if let Some(slot) = root.get_mut(x) {
-                *slot = up;
-            }
-            x = r;
-        }
-        x
-    }
-    for l in fabric.links().iter().filter(|l| !failed.contains(l)) {
-        let (a, b) = (find(&mut root, l.a().switch), find(&mut root, l.b().switch));
-        if let Some(slot) = root.get_mut(a) {
-            *slot = b;
-        }
-    }
+    let routes = Routes::compute(fabric, failed);
     let mut with_hosts = fabric
         .hosts()
         .iter()
         .map(|h| h.switch)
         .filter(|s| !ignore.contains(s));
     let first = with_hosts.next()?;
-    let r = find(&mut root, first);
     with_hosts
-        .find(|&s| find(&mut root, s) != r)
+        .find(|&s| s != first && routes.hops(first, s).is_none())
         .map(|s| (first, s))
 }
 

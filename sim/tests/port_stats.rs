@@ -14,13 +14,12 @@ use fabricflow_report::{input, Analyzer, Options};
 use fabricflow_sim::config::{Pattern, Routing, SimConfig, Traffic};
 use fabricflow_sim::net::Direction;
 use fabricflow_sim::port_stats::write_csv;
-use fabricflow_sim::run::run_one;
+use fabricflow_sim::run::{run_one, LoadResult};
 
 /// Per transmitter (switch, port, direction): mean FITF and utilisation over the window.
 type Ranked = Vec<((u32, u32, PortRole, Direction), f64, f64)>;
 
-fn rank(cfg: &SimConfig) -> Ranked {
-    let r = run_one(cfg).unwrap();
+fn rank(cfg: &SimConfig, r: &LoadResult) -> Ranked {
     let (first, last) = (r.port_stats.first().unwrap(), r.port_stats.last().unwrap());
     let cycles = (last.cycle - first.cycle) as f64;
     assert_eq!(cycles, cfg.measure_cycles as f64);
@@ -43,8 +42,7 @@ fn rank(cfg: &SimConfig) -> Ranked {
 }
 
 /// The congestion roots `fabricflow-report` names from the run's `port-stats.csv`.
-fn report_roots(cfg: &SimConfig) -> BTreeSet<(u32, u32)> {
-    let r = run_one(cfg).unwrap();
+fn report_roots(r: &LoadResult) -> BTreeSet<(u32, u32)> {
     let mut csv = Vec::new();
     write_csv(&mut csv, &r.port_stats, |s| s.to_string()).unwrap();
     let mut a = Analyzer::new(Options::default()).unwrap();
@@ -78,7 +76,9 @@ fn cfg(topology: TopologySpec, pattern: Pattern, load: f64) -> SimConfig {
 fn dragonfly_adv1_minimal_stalls_point_at_the_minimal_global_links() {
     let topology = TopologySpec::Dragonfly { p: 2, a: 4, h: 2 };
     let fabric = topology.build().unwrap();
-    let ranked = rank(&cfg(topology.clone(), Pattern::Adv(1), 0.5));
+    let c = cfg(topology, Pattern::Adv(1), 0.5);
+    let run = run_one(&c).unwrap();
+    let ranked = rank(&c, &run);
     let sw = fabric.switches();
     let group = |s: usize| sw[s].group.unwrap();
     // The minimal global link of each group towards G+1, and the switch that owns it.
@@ -96,10 +96,7 @@ fn dragonfly_adv1_minimal_stalls_point_at_the_minimal_global_links() {
         }
     }
     assert_eq!(minimal_links.len(), usize::from(ngroups));
-    assert_eq!(
-        report_roots(&cfg(topology.clone(), Pattern::Adv(1), 0.5)),
-        minimal_links
-    );
+    assert_eq!(report_roots(&run), minimal_links);
     let saturated: BTreeSet<(u32, u32)> = ranked
         .iter()
         .filter(|(k, _, util)| k.2 == PortRole::Global && *util > 0.95)
@@ -146,14 +143,15 @@ fn fat_tree_hotspot_stalls_rank_the_hot_down_ports_and_their_upstream_first() {
     let hot = (0..n).max_by_key(|&d| senders(d)).unwrap();
     assert_eq!(senders(hot), 4);
     let (hot_leaf, hot_port) = (fabric.hosts()[hot].switch, fabric.hosts()[hot].port);
-    let ranked = rank(&c);
+    let run = run_one(&c).unwrap();
+    let ranked = rank(&c, &run);
     let (_, fitf, util) = ranked
         .iter()
         .find(|(k, _, _)| (k.0 as usize, k.1, k.3) == (hot_leaf, hot_port, Direction::Tx))
         .unwrap();
     assert_eq!(*fitf, 0.0);
     assert!(*util > 0.95, "hot port utilisation {util}");
-    let roots = report_roots(&c);
+    let roots = report_roots(&run);
     assert!(
         roots.contains(&(hot_leaf as u32, hot_port)),
         "{roots:?} lacks the hot port"
