@@ -9,7 +9,6 @@ this ovs-vswitchd, so unlike `mn -c` this never deletes other bridges or kills b
 """
 
 import json
-import os
 import sys
 from pathlib import Path
 

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PKGS=(openvswitch-switch mininet etcd-server etcd-client protobuf-compiler iperf3 ethtool
-      iputils-ping tshark tcpdump iproute2 python3-matplotlib python3-pytest curl
+      iputils-ping tshark tcpdump iproute2 python3-matplotlib python3-pytest python3-pyflakes curl
       make)  # make: tikv-jemalloc-sys builds jemalloc, the controller's allocator
 
 missing=()

@@ -16,6 +16,7 @@ export CARGO_TERM_COLOR=never
 # proptest-regressions files, which every run replays).
 export PROPTEST_RNG_SEED=${PROPTEST_RNG_SEED:-20261121}
 echo "== fmt";    cargo fmt --all -- --check
+echo "== pyflakes"; /usr/bin/python3 -m pyflakes mininet tests sim/plots scripts
 echo "== clippy"; cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== tests";  cargo test --workspace --locked
 # Benchmarks cannot rot unseen: `clippy --all-targets` above type-checks them.

@@ -42,21 +42,18 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import unittest
 import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "mininet"))
-
+from fabrictest import FabricTestCase, t  # noqa: E402  (puts mininet/ on sys.path)
 import fftoml  # noqa: E402
 import measure  # noqa: E402
 import traffic  # noqa: E402
 from fflaunch import (OFCTL, FabricNet, has_subcommand, metric_sum,  # noqa: E402
-                      our_bridges, our_links, parse_prometheus, sh, wait_until)
+                      parse_prometheus, sh, wait_until)
 from fftopo import AGENT_BIN, CONTROLLER_BIN, LinkRates  # noqa: E402
 
 SPEC = "dragonfly:p=1,a=2,h=1"
@@ -85,10 +82,6 @@ AGENT_QUIET = {
 VSWITCHD_PIDFILE = Path("/var/run/openvswitch/ovs-vswitchd.pid")
 
 TABLE = []   # rows: dict(fault=..., lost=..., ...), printed by tearDownModule
-
-
-def t(msg, t0):
-    print(f"  [{time.monotonic() - t0:6.1f} s] {msg}", flush=True)
 
 
 def http_json(port, path):
@@ -545,16 +538,10 @@ def vswitchd_up():
 
 
 # ---- the test ------------------------------------------------------------------------------
-class ChaosTests(unittest.TestCase):
+class ChaosTests(FabricTestCase):
     def setUp(self):
-        self.t0 = time.monotonic()
-        print(f"\n== {self.id()}", flush=True)
+        super().setUp()
         self.assertTrue(RUNTIMES, f"{CONTROLLER_BIN} and {AGENT_BIN} must have a `run` subcommand")
-
-    def tearDown(self):
-        self.assertEqual(our_bridges(), [], "bridges left behind")
-        self.assertEqual(our_links(), [], "interfaces left behind")
-        t("done", self.t0)
 
     # -- setup helpers
     def bridges(self, fn):

@@ -8,38 +8,21 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import unittest
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "mininet"))
-
+from fabrictest import REPO, FabricTestCase, t  # noqa: E402  (puts mininet/ on sys.path)
 import measure  # noqa: E402
 import run as ffrun  # noqa: E402
-from fflaunch import FabricNet, our_bridges, our_links  # noqa: E402
+from fflaunch import FabricNet, our_bridges  # noqa: E402
 from fftopo import LinkRates  # noqa: E402
 
 RATES = LinkRates(5, 5, 5, 5, 5, 50)
 LARGE = os.environ.get("FF_E2E_LARGE", "1") != "0"
 
 
-def t(msg, t0):
-    print(f"  [{time.monotonic() - t0:6.1f} s] {msg}", flush=True)
-
-
-class Base(unittest.TestCase):
-    def setUp(self):
-        self.t0 = time.monotonic()
-        print(f"\n== {self.id()}", flush=True)
-
-    def tearDown(self):
-        # Whatever the test did, nothing of ours may survive it.
-        self.assertEqual(our_bridges(), [], "bridges left behind")
-        self.assertEqual(our_links(), [], "interfaces left behind")
-        t("done", self.t0)
-
+class Base(FabricTestCase):
     def assert_all_pairs(self, fn, count=2):
         first = measure.all_pairs_ping(fn, count=1, retry=True)   # warms ARP; one retry
         n = len(fn.net.hosts)

@@ -20,22 +20,16 @@ link that one host fills gets no CNM and keeps P at 100, and gets them with the 
 import os
 import re
 import subprocess
-import sys
 import threading
-import time
 import tomllib
 import unittest
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "mininet"))
-
-import fflaunch  # noqa: E402
+from fabrictest import FabricTestCase, t  # noqa: E402  (puts mininet/ on sys.path)
 import measure  # noqa: E402
 import traffic  # noqa: E402
-from fflaunch import (OFCTL, FabricNet, has_subcommand, metric_sum, our_bridges,  # noqa: E402
-                      our_links, ovs_log_size, ovs_send_errors_since, wait_until)
-from fftopo import AGENT_BIN, CONTROLLER_BIN, Fabric, LinkRates  # noqa: E402
+from fflaunch import (OFCTL, FabricNet, has_subcommand, metric_sum,  # noqa: E402
+                      ovs_log_size, ovs_send_errors_since, wait_until)
+from fftopo import AGENT_BIN, CONTROLLER_BIN, LinkRates  # noqa: E402
 
 SPEC = "dragonfly:p=1,a=2,h=3"
 RATES = LinkRates(host=10, local=10, glob=2.5, up=10, down=2.5, queue_pkts=50)
@@ -44,10 +38,6 @@ RUNTIMES = has_subcommand(CONTROLLER_BIN, "run") and has_subcommand(AGENT_BIN, "
 DURATION = int(os.environ.get("FF_QCNSW_DURATION", "20"))
 # ADV+1 with minimal routing: every group's traffic crosses its one global link to the next.
 MINIMAL_CEILING = 7 * RATES.glob
-
-
-def t(msg, t0):
-    print(f"  [{time.monotonic() - t0:6.1f} s] {msg}", flush=True)
 
 
 def global_link_0_to_1(fab):
@@ -127,17 +117,11 @@ def group_stats(br, gid):
     return [int(x) for x in re.findall(r"bucket\d+:packet_count=(\d+)", out)]
 
 
-class QcnswTests(unittest.TestCase):
+class QcnswTests(FabricTestCase):
     def setUp(self):
-        self.t0 = time.monotonic()
-        print(f"\n== {self.id()}", flush=True)
+        super().setUp()
         # Fail, never skip: a missing or stale binary must not turn this test into a silent pass.
         self.assertTrue(RUNTIMES, f"{CONTROLLER_BIN} and {AGENT_BIN} must have a `run` subcommand")
-
-    def tearDown(self):
-        self.assertEqual(our_bridges(), [], "bridges left behind")
-        self.assertEqual(our_links(), [], "interfaces left behind")
-        t("done", self.t0)
 
     def _all_pairs_answer(self, fn):
         """Every ordered host pair answers a first ping (retried: ARP) and then two more."""

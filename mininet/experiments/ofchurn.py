@@ -1,5 +1,5 @@
 """Churn select-group weights over OF1.3 on each bridge's mgmt socket (experiment only)."""
-import re, socket, struct, time, threading
+import re, socket, struct, time
 
 def hello():
     return struct.pack("!BBHI", 4, 0, 8, 1)
