@@ -94,9 +94,13 @@ pub struct PolicyConfig {
     /// tell that when a switch injects few flows (most ports hold Fb 0, so every CNM is "above
     /// average"), as on Mininet's Dragonfly(2,4,2) under uniform traffic (mininet/README.md);
     /// the candidates alone cut too often where many flows keep them moderately congested
-    /// (simulated Dragonfly(3,6,3), uniform at 0.8: 0.84 of minimal). `both` takes the larger
-    /// reference, so p must be more congested than the switch's average *and* its candidates
-    /// (the same run: 0.98 at Qeq ½, ADV+1 unchanged; `sim/scripts/one-config.sh`).
+    /// (simulated Dragonfly(3,6,3), uniform at 0.8: 0.84 of minimal). `both` cuts only when p
+    /// is more congested than the switch's average *and* its candidates, raises P only when p
+    /// is at or below the average, and holds P in between: above average but no worse than
+    /// where the traffic would go is no reason to move traffic either way. (Raising there, as
+    /// the published rule does below its one reference, pulled traffic back onto a hopeless
+    /// minimal path wherever the candidates carry other groups' transit, ADV+h: simulated
+    /// Dragonfly(3,6,3) ADV+3 at 0.8, 0.266 raising, 0.289 holding; `sim/scripts/one-config.sh`.)
     pub fbcomp_reference: FbReference,
 }
 

@@ -386,8 +386,8 @@ impl Policy {
         self.counters.cnm_self_charged += 1;
         let q = qntz_fb.min(MAX_QNTZ_FB);
         if self.cfg.source_comparison && self.cfg.variant.feedback_comparison() {
-            let reference = self.reference_at(i, now_ns);
-            self.compare(i, port, q, reference, out);
+            let (lo, hi) = self.reference_at(i, now_ns);
+            self.compare(i, port, q, lo, hi, out);
         } else {
             self.decrease(i, port, f64::from(q), Cause::SourceDecrease, out);
         }
@@ -408,8 +408,8 @@ impl Policy {
         self.fb_sum = self.fb_sum - u32::from(st.last_fb) + u32::from(q);
         st.last_fb = q;
         st.fb_at_ns = now_ns;
-        let reference = self.reference_at(i, now_ns);
-        self.compare(i, port, q, reference, out);
+        let (lo, hi) = self.reference_at(i, now_ns);
+        self.compare(i, port, q, lo, hi, out);
     }
 
     fn on_congestion_observed(&mut self, port: PortNo, qntz_fb: u8, now_ns: u64) {
@@ -421,20 +421,25 @@ impl Policy {
         }
     }
 
-    /// What Fb(port `i`) is compared with at `now_ns`: Fb_avg, or with
-    /// `fbcomp_reference = candidates` the mean congestion of the port's candidates.
-    fn reference_at(&mut self, i: usize, now_ns: u64) -> f64 {
+    /// What Fb(port `i`) is compared with at `now_ns`, as `(raise at or below, cut above)`:
+    /// Fb_avg for both, or the candidates' mean congestion for both, or with `both` the
+    /// average and the larger of the two (P holds in between).
+    fn reference_at(&mut self, i: usize, now_ns: u64) -> (f64, f64) {
         let candidates = match self.cfg.fbcomp_reference {
             FbReference::FabricAverage => None,
             _ => self.candidate_congestion_at(i, now_ns),
         };
         let Some(c) = candidates else {
-            return self.fb_avg_at(now_ns);
+            let a = self.fb_avg_at(now_ns);
+            return (a, a);
         };
         self.counters.candidate_comparisons += 1;
         match self.cfg.fbcomp_reference {
-            FbReference::Both => c.max(self.fb_avg_at(now_ns)),
-            _ => c,
+            FbReference::Both => {
+                let a = self.fb_avg_at(now_ns);
+                (a, c.max(a))
+            }
+            _ => (c, c),
         }
     }
 
@@ -463,14 +468,15 @@ impl Policy {
         Some(f64::from(sum) / n)
     }
 
-    /// The comparison itself: Fb(p) against `avg` (DESIGN §5).
-    fn compare(&mut self, i: usize, port: PortNo, q: u8, avg: f64, out: &mut Effects) {
+    /// The comparison itself (DESIGN §5): Fb(p) ≤ `lo` + th1 raises P, Fb(p) > `hi` + th2 cuts
+    /// it by Fb(p) − `hi`, anything between is the dead band.
+    fn compare(&mut self, i: usize, port: PortNo, q: u8, lo: f64, hi: f64, out: &mut Effects) {
         let fb = f64::from(q);
-        tracing::trace!(port, fb = q, reference = avg, "feedback comparison");
-        if fb <= avg + self.cfg.fbcomp_th1 {
+        tracing::trace!(port, fb = q, lo, hi, "feedback comparison");
+        if fb <= lo + self.cfg.fbcomp_th1 {
             self.increase(i, port, 1, Cause::FeedbackIncrease, out);
-        } else if fb > avg + self.cfg.fbcomp_th2 {
-            self.decrease(i, port, fb - avg, Cause::FeedbackDecrease, out);
+        } else if fb > hi + self.cfg.fbcomp_th2 {
+            self.decrease(i, port, fb - hi, Cause::FeedbackDecrease, out);
         } else {
             self.counters.dead_band += 1;
         }

@@ -766,8 +766,8 @@ fn time_constants_scale_with_each_ports_rate() {
     assert!(fx.changes().iter().any(|c| c.port == 1));
 }
 
-/// `both`: Fb(p) is compared with the larger of the fabric average and p's candidates, so a
-/// port is cut only when it is more congested than both.
+/// `both`: a port is cut only when it is more congested than the fabric average *and* its
+/// candidates, raised only when it is at or below the average, and held in between.
 #[test]
 fn both_reference_takes_the_larger_of_average_and_candidates() {
     let cfg = PolicyConfig {
@@ -787,7 +787,9 @@ fn both_reference_takes_the_larger_of_average_and_candidates() {
         Some(Cause::FeedbackIncrease)
     );
     assert!(p(&pol, 1) > 50.0);
-    // Candidate congested (50), average lower: the candidate's 50 is the reference; 40 < 50.
+    // Candidate congested (50), average lower (10 once 1's 40 is stored): 40 is above the
+    // average but not above the candidate, so P holds — no cut, and no pull back onto a port
+    // reported congested either.
     let mut pol = policy(cfg_both(), &[1, 2, 3, 4]);
     pol.set_candidates([(1, &[2][..])]);
     pol.handle(
@@ -797,8 +799,11 @@ fn both_reference_takes_the_larger_of_average_and_candidates() {
         },
         0,
     );
-    pol.handle(cnm(1, 40), 0);
-    assert_eq!(p(&pol, 1), 100.0);
+    pol.set_p_percent(1, 50.0);
+    let fx = pol.handle(cnm(1, 40), 0);
+    assert!(fx.changes().is_empty(), "{:?}", fx.changes());
+    assert_eq!(p(&pol, 1), 50.0);
+    assert_eq!(pol.counters().dead_band, 1);
     // Both low: a 40 on port 1 against max(avg 10, candidates 0) cuts by 30.
     let mut pol = policy(cfg_both(), &[1, 2, 3, 4]);
     pol.set_candidates([(1, &[2][..])]);
