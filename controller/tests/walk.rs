@@ -95,7 +95,7 @@ fn fattree_hops(k: u32, n: u32, f: &Fabric, s: HostId, d: HostId) -> usize {
 fn theory(spec: &str, f: &Fabric, s: HostId, d: HostId) -> usize {
     match spec.parse::<TopologySpec>().unwrap() {
         TopologySpec::Dragonfly { p, a, h } => dragonfly_hops(p, a, h, f, s, d),
-        TopologySpec::FatTree { k, n } => fattree_hops(k, n, f, s, d),
+        TopologySpec::FatTree { k, n, .. } => fattree_hops(k, n, f, s, d),
         TopologySpec::File(_) => unreachable!(),
     }
 }

@@ -1396,7 +1396,7 @@ mod tests {
         let interval = 250u64;
         for (topology, traffic) in [
             (TopologySpec::Dragonfly { p: 2, a: 4, h: 2 }, "adv+1"),
-            (TopologySpec::FatTree { k: 4, n: 2 }, "hotspot"),
+            (TopologySpec::FatTree { k: 4, n: 2, w: 0 }, "hotspot"),
         ] {
             let cfg = SimConfig {
                 topology,

@@ -76,6 +76,7 @@ impl LinkRates {
             PortRole::Global => self.global,
             PortRole::Up => self.up,
             PortRole::Down => self.down,
+            PortRole::Horizontal => self.up,
             PortRole::Fabric => self.fabric,
         }
     }
