@@ -125,9 +125,10 @@ pub struct Congestion {
 
 /// Routes flows on one (extended) fat-tree.
 #[derive(Debug, Clone)]
-pub struct TreeRouter<'a> {
-    fabric: &'a Fabric,
+pub struct TreeRouter {
     t: FatTree,
+    /// (leaf label, host port) of every host.
+    hosts: Vec<(u32, PortNo)>,
     /// First channel of each switch (its port p is base + p − 1).
     base: Vec<usize>,
     /// Channels of switch outputs; host injection channels follow.
@@ -139,9 +140,9 @@ fn marginal(load: u32) -> f64 {
     16f64.powi(i32::try_from(load.min(200)).unwrap_or(200))
 }
 
-impl<'a> TreeRouter<'a> {
+impl TreeRouter {
     /// A router for `fabric`, which must be a generated fat-tree.
-    pub fn new(fabric: &'a Fabric) -> Result<Self, FlowRouteError> {
+    pub fn new(fabric: &Fabric) -> Result<Self, FlowRouteError> {
         let FabricKind::FatTree { k, n, w } = fabric.kind() else {
             return Err(FlowRouteError::NotAFatTree);
         };
@@ -152,9 +153,15 @@ impl<'a> TreeRouter<'a> {
             base.push(next);
             next += sw.ports.last().map_or(0, |p| p.no as usize);
         }
+        let pl = t.per_level as usize;
+        let hosts = fabric
+            .hosts()
+            .iter()
+            .map(|h| ((h.switch % pl) as u32, h.port))
+            .collect();
         Ok(TreeRouter {
-            fabric,
             t,
+            hosts,
             base,
             switch_channels: next,
         })
@@ -167,7 +174,7 @@ impl<'a> TreeRouter<'a> {
 
     /// Number of channels (switch outputs, then one per host injection link).
     pub fn channels(&self) -> usize {
-        self.switch_channels + self.fabric.hosts().len()
+        self.switch_channels + self.hosts.len()
     }
 
     /// The channel of a switch output.
@@ -180,15 +187,9 @@ impl<'a> TreeRouter<'a> {
         self.switch_channels + h
     }
 
-    fn level_label(&self, sw: SwitchId) -> (u32, u32) {
-        let pl = self.t.per_level as usize;
-        ((sw / pl) as u32, (sw % pl) as u32)
-    }
-
     /// (leaf label, host port) of a host.
     fn place(&self, h: HostId) -> Option<(u32, PortNo)> {
-        let host = self.fabric.host(h)?;
-        Some((self.level_label(host.switch).1, host.port))
+        self.hosts.get(h).copied()
     }
 
     fn down_port(&self, u: u32, l: u32) -> PortNo {
@@ -399,7 +400,8 @@ impl<'a> TreeRouter<'a> {
         Some(self.path(v, u, port, &ups, &horiz))
     }
 
-    fn add(&self, load: &mut [u32], src: HostId, path: &[Hop], delta: i32) {
+    /// Adds `delta` flows to the channels of `src`'s flow on `path`.
+    pub fn add_load(&self, load: &mut [u32], src: HostId, path: &[Hop], delta: i32) {
         let chans =
             std::iter::once(self.injection(src)).chain(path.iter().map(|&h| self.channel(h)));
         for c in chans {
@@ -425,10 +427,10 @@ impl<'a> TreeRouter<'a> {
         for (index, &(s, d)) in flows.iter().enumerate() {
             let bad = || FlowRouteError::UnknownHost {
                 index,
-                host: if self.fabric.host(s).is_none() { s } else { d },
+                host: if self.place(s).is_none() { s } else { d },
             };
             let p = route(s, d, &load).ok_or_else(bad)?;
-            self.add(&mut load, s, &p, 1);
+            self.add_load(&mut load, s, &p, 1);
             paths.push(p);
         }
         if algo == Algorithm::Balanced {
@@ -436,9 +438,9 @@ impl<'a> TreeRouter<'a> {
                 let Some(old) = paths.get(i).cloned() else {
                     continue;
                 };
-                self.add(&mut load, s, &old, -1);
+                self.add_load(&mut load, s, &old, -1);
                 let p = self.balanced(s, d, &load).unwrap_or(old);
-                self.add(&mut load, s, &p, 1);
+                self.add_load(&mut load, s, &p, 1);
                 if let Some(slot) = paths.get_mut(i) {
                     *slot = p;
                 }
@@ -472,8 +474,8 @@ impl<'a> TreeRouter<'a> {
 
     /// Whether every hop of `path` leads where it says: consecutive hops are joined by links,
     /// the first leaves the source's leaf and the last is the destination's host port.
-    pub fn is_valid(&self, src: HostId, dst: HostId, path: &[Hop]) -> bool {
-        let (Some(hs), Some(hd)) = (self.fabric.host(src), self.fabric.host(dst)) else {
+    pub fn is_valid(fabric: &Fabric, src: HostId, dst: HostId, path: &[Hop]) -> bool {
+        let (Some(hs), Some(hd)) = (fabric.host(src), fabric.host(dst)) else {
             return false;
         };
         let Some(first) = path.first() else {
@@ -484,13 +486,13 @@ impl<'a> TreeRouter<'a> {
         }
         for pair in path.windows(2) {
             let [a, b] = pair else { return false };
-            match self.fabric.peer(a.switch, a.port) {
+            match fabric.peer(a.switch, a.port) {
                 Some(Peer::Switch { switch, .. }) if switch == b.switch => {}
                 _ => return false,
             }
         }
         path.last().is_some_and(|l| {
-            self.fabric.peer(l.switch, l.port) == Some(Peer::Host(dst)) && l.switch == hd.switch
+            fabric.peer(l.switch, l.port) == Some(Peer::Host(dst)) && l.switch == hd.switch
         })
     }
 }
@@ -528,7 +530,7 @@ pub fn saa_rates(channels: &[Vec<usize>], weights: &[f64], n_channels: usize) ->
 
 /// The channels of each flow's path (injection first), for [`saa_rates`].
 pub fn path_channels(
-    r: &TreeRouter<'_>,
+    r: &TreeRouter,
     flows: &[(HostId, HostId)],
     a: &Assignment,
 ) -> Vec<Vec<usize>> {
@@ -579,7 +581,10 @@ mod tests {
             for algo in [Algorithm::DModK, Algorithm::Greedy, Algorithm::Balanced] {
                 let a = r.assign(&flows, algo).unwrap();
                 for (&(s, d), p) in flows.iter().zip(&a.paths) {
-                    assert!(r.is_valid(s, d, p), "{spec} {algo:?} {s}->{d}: {p:?}");
+                    assert!(
+                        TreeRouter::is_valid(&f, s, d, p),
+                        "{spec} {algo:?} {s}->{d}: {p:?}"
+                    );
                 }
                 let total: u32 = a.load.iter().sum();
                 let hops: usize = a.paths.iter().map(|p| p.len() + 1).sum();

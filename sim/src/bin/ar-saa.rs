@@ -9,7 +9,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use fabricflow_controller::flowroute::Algorithm;
 use fabricflow_controller::TopologySpec;
-use fabricflow_sim::arsaa::{self, Row, HEADER};
+use fabricflow_sim::arsaa::{self, Row, SimMode, HEADER};
+use fabricflow_sim::SimConfig;
 
 #[derive(Debug, Parser)]
 #[command(name = "ar-saa", version)]
@@ -40,6 +41,36 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Append the rows to this CSV (header written if the file is new).
+        #[arg(long)]
+        csv: Option<PathBuf>,
+    },
+    /// Completion time of superposed permutations of fixed-size transfers in the simulator:
+    /// oblivious D-mod-k and SAA on the plain tree, balanced AR (with and without SAA) and the
+    /// reactive AR on the extended tree of width `--width`.
+    Sim {
+        #[arg(long, default_value_t = 32)]
+        k: u32,
+        #[arg(long, default_value_t = 2)]
+        n: u32,
+        #[arg(long, default_value_t = 2)]
+        width: u32,
+        /// Superposed permutation counts to sweep, comma-separated.
+        #[arg(long, default_value = "1,2,4,8")]
+        perms: String,
+        /// Packets per transfer.
+        #[arg(long, default_value_t = 16)]
+        packets: u32,
+        /// Phases (seeds) averaged per point.
+        #[arg(long, default_value_t = 3)]
+        runs: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Give up on a phase after this many cycles.
+        #[arg(long, default_value_t = 5_000_000)]
+        max_cycles: u64,
+        /// Modes (oblivious, saa, ar, ar-saa, ar-reactive), comma-separated.
+        #[arg(long, default_value = "oblivious,saa,ar,ar-saa,ar-reactive")]
+        modes: String,
         #[arg(long)]
         csv: Option<PathBuf>,
     },
@@ -109,6 +140,52 @@ fn real_main() -> anyhow::Result<()> {
                 rows.push(row);
             }
             append(csv.as_ref(), &rows)?;
+        }
+        Cmd::Sim {
+            k,
+            n,
+            width,
+            perms,
+            packets,
+            runs,
+            seed,
+            max_cycles,
+            modes,
+            csv,
+        } => {
+            let plain = TopologySpec::FatTree { k, n, w: 0 }.build()?;
+            let ext = TopologySpec::FatTree { k, n, w: width }.build()?;
+            let modes: Vec<SimMode> = modes
+                .split(',')
+                .map(|m| {
+                    SimMode::ALL
+                        .into_iter()
+                        .find(|x| x.name() == m.trim())
+                        .with_context(|| format!("unknown mode {m:?}"))
+                })
+                .collect::<anyhow::Result<_>>()?;
+            let cfg = SimConfig::default();
+            println!("{HEADER},over_oblivious,seconds");
+            for p in perms.split(',') {
+                let p: usize = p.trim().parse().with_context(|| format!("--perms {p:?}"))?;
+                let mut rows = Vec::new();
+                let mut base: Option<f64> = None;
+                for &mode in &modes {
+                    let started = std::time::Instant::now();
+                    let f = if mode.extended() { &ext } else { &plain };
+                    let row =
+                        arsaa::simulate_runs(&cfg, f, mode, p, packets, runs, seed, max_cycles)?;
+                    let b = *base.get_or_insert(row.completion_time);
+                    println!(
+                        "{},{:.3},{:.1}",
+                        row.csv(),
+                        row.completion_time / b,
+                        started.elapsed().as_secs_f64()
+                    );
+                    rows.push(row);
+                }
+                append(csv.as_ref(), &rows)?;
+            }
         }
     }
     Ok(())
