@@ -30,6 +30,17 @@
 //! *encountered congestion* is the largest load on its path; [`Assignment::congestion`] gives its
 //! maximum and its mean over flows (the seed's "maximum and average encountered congestion").
 //!
+//! **Per-flow rules** ([`phase_rules`]): a pinned flow gets one exact-match rule (`eth_src`,
+//! `eth_dst`) on every switch of its path but the destination's leaf (whose host rule delivers),
+//! in table 1 on the source leaf and table 2 elsewhere, at [`FLOW_PRIORITY`] (above every
+//! destination and diversion rule), with idle and hard timeouts so a phase's rules go away by
+//! themselves, and their own cookie ([`PHASE_COOKIE`]) so the controller's sync, which only
+//! touches rules with the plan's cookie, leaves them alone. At most `max_per_switch` per
+//! switch: a flow whose path crosses a full switch gets no rule at all and follows the
+//! destination rules (the seed's "default port when no routing entry is free"). The rules tell
+//! flows apart by their hosts only, so a repeated (source, destination) pair gets no rules of its
+//! own: it follows the first one's.
+//!
 //! **SAA** ([`saa_rates`], Single Application Assignment): with W_l the total weight of the
 //! flows on link l and W_f the largest W_l on f's path, r(f) = w_f / W_f (as a fraction of the
 //! line rate) is feasible on every link and every flow finishes within W = max_l W_l time units
@@ -40,6 +51,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+use std::collections::BTreeMap;
+
+use crate::plan::ir::{Action, Flow, Instructions, Masked, Match};
+use crate::plan::{TABLE_INJECT, TABLE_TRANSIT};
 use crate::topology::fattree::FatTree;
 use crate::topology::{Fabric, FabricKind, HostId, Peer, PortNo, SwitchId};
 
@@ -543,6 +558,128 @@ pub fn path_channels(
                 .collect()
         })
         .collect()
+}
+
+/// Cookie of the per-flow rules of a phase (the plan's is `0x0fab_f10a_0000_0001`).
+pub const PHASE_COOKIE: u64 = 0x0fab_f10a_0000_0002;
+/// Priority of the per-flow rules: above the destination (1000 + 48) and diversion (2000 + 48)
+/// rules.
+pub const FLOW_PRIORITY: u16 = 3000;
+
+/// Limits and lifetimes of a phase's per-flow rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PhaseRuleOptions {
+    /// Per-flow rules a switch may hold.
+    pub max_per_switch: usize,
+    /// Seconds without a packet before a rule expires (0: never).
+    pub idle_timeout: u16,
+    /// Seconds before a rule expires in any case (0: never).
+    pub hard_timeout: u16,
+    pub cookie: u64,
+}
+
+impl Default for PhaseRuleOptions {
+    fn default() -> Self {
+        PhaseRuleOptions {
+            max_per_switch: 1024,
+            idle_timeout: 10,
+            hard_timeout: 300,
+            cookie: PHASE_COOKIE,
+        }
+    }
+}
+
+/// One per-flow rule on one switch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PhaseRule {
+    pub switch: SwitchId,
+    pub flow: Flow,
+    pub idle_timeout: u16,
+    pub hard_timeout: u16,
+}
+
+impl PhaseRule {
+    /// The `ovs-ofctl add-flow` line.
+    pub fn ofctl_line(&self) -> String {
+        format!(
+            "idle_timeout={},hard_timeout={},{}",
+            self.idle_timeout,
+            self.hard_timeout,
+            crate::ofctl::flow_line(&self.flow)
+        )
+    }
+}
+
+/// The per-flow rules of a phase.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PhaseRules {
+    pub rules: Vec<PhaseRule>,
+    /// Per flow: whether it got its rules (else it follows the destination rules).
+    pub pinned: Vec<bool>,
+}
+
+impl PhaseRules {
+    /// Rules per switch.
+    pub fn per_switch(&self) -> BTreeMap<SwitchId, usize> {
+        let mut out = BTreeMap::new();
+        for r in &self.rules {
+            *out.entry(r.switch).or_default() += 1;
+        }
+        out
+    }
+}
+
+/// Per-flow rules for `flows` on `paths` (see the module docs).
+pub fn phase_rules(
+    fabric: &Fabric,
+    flows: &[(HostId, HostId)],
+    paths: &[Path],
+    opts: &PhaseRuleOptions,
+) -> PhaseRules {
+    let mut used: BTreeMap<SwitchId, usize> = BTreeMap::new();
+    let mut rules = Vec::new();
+    let mut pinned = Vec::with_capacity(flows.len());
+    let mut seen = std::collections::BTreeSet::new();
+    for (&(s, d), path) in flows.iter().zip(paths) {
+        let (Some(hs), Some(hd), true) = (fabric.host(s), fabric.host(d), seen.insert((s, d)))
+        else {
+            pinned.push(false);
+            continue;
+        };
+        // Every hop but the delivery.
+        let hops = path.get(..path.len().saturating_sub(1)).unwrap_or(&[]);
+        let fits = hops
+            .iter()
+            .all(|h| used.get(&h.switch).copied().unwrap_or(0) < opts.max_per_switch);
+        pinned.push(fits);
+        if !fits {
+            continue;
+        }
+        for (i, h) in hops.iter().enumerate() {
+            *used.entry(h.switch).or_default() += 1;
+            let exact = |mac| Masked {
+                value: mac,
+                mask: fabricflow_proto::MacAddr::BROADCAST,
+            };
+            rules.push(PhaseRule {
+                switch: h.switch,
+                flow: Flow {
+                    table: if i == 0 { TABLE_INJECT } else { TABLE_TRANSIT },
+                    priority: FLOW_PRIORITY,
+                    cookie: opts.cookie,
+                    matches: Match {
+                        eth_src: Some(exact(hs.location.mac())),
+                        eth_dst: Some(exact(hd.location.mac())),
+                        ..Default::default()
+                    },
+                    instructions: Instructions::apply(vec![Action::Output(h.port)]),
+                },
+                idle_timeout: opts.idle_timeout,
+                hard_timeout: opts.hard_timeout,
+            });
+        }
+    }
+    PhaseRules { rules, pinned }
 }
 
 /// `count` superposed random permutations of `hosts` hosts (a host's flow to itself left out),

@@ -82,6 +82,12 @@ enum Command {
     /// and the maximum aggregate throughput, as multi-commodity flow LPs over the fabric's links
     /// at the harness's rates, for unrestricted routing and each routing mode's own paths.
     Bound(BoundArgs),
+    /// Route a communication phase on a fat-tree: read its flows (JSON `{"flows": [{"src":
+    /// HOST, "dst": HOST, "weight": W?}]}`, host names as `topology` prints them, weight 1 if
+    /// absent; `traffic`'s output is such a file), give each a path (`flowroute`), and print
+    /// the per-flow rules (ovs-ofctl lines per switch), each flow's path and SAA rate (fraction
+    /// of the line rate) and W as JSON.
+    Phase(PhaseArgs),
     /// Run the controller service (OpenFlow, HTTP API, store).
     Run {
         /// Configuration file (.toml, .yaml or .yml).
@@ -90,6 +96,29 @@ enum Command {
     },
     /// Operator actions on a running controller, through its HTTP API.
     Ctl(CtlArgs),
+}
+
+/// Arguments of `phase`.
+#[derive(Debug, Args)]
+struct PhaseArgs {
+    /// fattree:k=K,n=N[,w=W]
+    #[arg(long)]
+    topology: TopologySpec,
+    /// The flows (JSON); `-` reads standard input.
+    #[arg(long)]
+    flows: PathBuf,
+    /// dmodk | greedy | balanced
+    #[arg(long, default_value = "balanced")]
+    algorithm: fabricflow_controller::flowroute::Algorithm,
+    /// Per-flow rules a switch may hold.
+    #[arg(long, default_value_t = 1024)]
+    max_per_switch: usize,
+    /// Seconds without a packet before a per-flow rule expires.
+    #[arg(long, default_value_t = 10)]
+    idle_timeout: u16,
+    /// Seconds before a per-flow rule expires in any case.
+    #[arg(long, default_value_t = 300)]
+    hard_timeout: u16,
 }
 
 /// Arguments of `ctl`. The token is `--token`, `--token-file`, `$FABRICFLOW_API_TOKEN` or the
@@ -545,7 +574,99 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run { config } => run_service(config),
         Command::Ctl(args) => run_ctl(args),
         Command::Plan(args) => print_plan(args),
+        Command::Phase(args) => print_phase(args),
     }
+}
+
+#[derive(serde::Deserialize)]
+struct PhaseFile {
+    flows: Vec<PhaseFileFlow>,
+}
+
+#[derive(serde::Deserialize)]
+struct PhaseFileFlow {
+    src: String,
+    dst: String,
+    weight: Option<f64>,
+}
+
+fn print_phase(args: PhaseArgs) -> anyhow::Result<()> {
+    use fabricflow_controller::flowroute::{self, PhaseRuleOptions, TreeRouter};
+    let fabric = args
+        .topology
+        .build()
+        .with_context(|| format!("topology {}", args.topology))?;
+    let text = if args.flows.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        std::fs::read_to_string(&args.flows)
+            .with_context(|| format!("cannot read {}", args.flows.display()))?
+    };
+    let file: PhaseFile = serde_json::from_str(&text).context("flows file")?;
+    let by_name: std::collections::BTreeMap<&str, usize> = fabric
+        .hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.name.as_str(), i))
+        .collect();
+    let host = |n: &str| {
+        by_name
+            .get(n)
+            .copied()
+            .with_context(|| format!("unknown host {n:?}"))
+    };
+    let flows: Vec<(usize, usize)> = file
+        .flows
+        .iter()
+        .map(|f| Ok((host(&f.src)?, host(&f.dst)?)))
+        .collect::<anyhow::Result<_>>()?;
+    let weights: Vec<f64> = file.flows.iter().map(|f| f.weight.unwrap_or(1.0)).collect();
+    let router = TreeRouter::new(&fabric)?;
+    let a = router.assign(&flows, args.algorithm)?;
+    let chans = flowroute::path_channels(&router, &flows, &a);
+    let (rates, w) = flowroute::saa_rates(&chans, &weights, router.channels());
+    let opts = PhaseRuleOptions {
+        max_per_switch: args.max_per_switch,
+        idle_timeout: args.idle_timeout,
+        hard_timeout: args.hard_timeout,
+        ..PhaseRuleOptions::default()
+    };
+    let rules = flowroute::phase_rules(&fabric, &flows, &a.paths, &opts);
+    let name = |s: usize| fabric.switch(s).map_or("?", |x| x.name.as_str());
+    let mut per_switch: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for r in &rules.rules {
+        per_switch
+            .entry(name(r.switch))
+            .or_default()
+            .push(r.ofctl_line());
+    }
+    let out_flows: Vec<serde_json::Value> = file
+        .flows
+        .iter()
+        .zip(&a.paths)
+        .zip(rates.iter().zip(&rules.pinned))
+        .map(|((f, p), (rate, pinned))| {
+            serde_json::json!({
+                "src": f.src,
+                "dst": f.dst,
+                "rate": rate,
+                "pinned": pinned,
+                "path": p.iter().map(|h| serde_json::json!({"switch": name(h.switch), "port": h.port})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let c = router.congestion(&flows, &a);
+    let out = serde_json::json!({
+        "algorithm": args.algorithm.name(),
+        "w": w,
+        "max_link_flows": c.max,
+        "mean_link_flows": c.mean,
+        "flows": out_flows,
+        "rules": per_switch,
+    });
+    let mut text = serde_json::to_string_pretty(&out)?;
+    text.push('\n');
+    write_stdout(&text)
 }
 
 fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
