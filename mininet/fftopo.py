@@ -181,6 +181,9 @@ def link_bws(link, rates):
         return rates.up, rates.down
     if cls == "down":
         return rates.down, rates.up
+    if cls == "horizontal":
+        # An extended fat-tree's link between two switches of one level: the up rate both ways.
+        return rates.up, rates.up
     raise ValueError(f"unknown link class {cls!r}")
 
 

@@ -59,7 +59,7 @@ enum Command {
     /// Print the fabric (switches, links, hosts with addresses) as JSON, for tools such as the
     /// Mininet harness that must build exactly the controller's wiring.
     Topology {
-        /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+        /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N[,w=W] | file:PATH
         #[arg(long)]
         topology: TopologySpec,
         /// /8 network of the hosts' IPv4 addresses.
@@ -69,7 +69,7 @@ enum Command {
     /// Print the flows of a traffic pattern as JSON (one per sending host, by host name): the
     /// Mininet harness runs exactly these, and the same seed always gives the same flows.
     Traffic {
-        /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+        /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N[,w=W] | file:PATH
         #[arg(long)]
         topology: TopologySpec,
         /// uniform | adv+K | hotspot[:C] (controller/src/traffic.rs defines each).
@@ -329,7 +329,7 @@ fn run_service(config: PathBuf) -> anyhow::Result<()> {
 /// Arguments of `plan`.
 #[derive(Debug, Args)]
 struct PlanArgs {
-    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N[,w=W] | file:PATH
     #[arg(long)]
     topology: TopologySpec,
     /// Only this switch: datapath id (0x… or decimal) or name.
@@ -372,7 +372,7 @@ enum BoundFormat {
 /// Arguments of `bound`; the rate options are `mininet/run.py`'s.
 #[derive(Debug, Args)]
 struct BoundArgs {
-    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N[,w=W] | file:PATH
     #[arg(long)]
     topology: TopologySpec,
     /// uniform | adv+K | hotspot[:C] (controller/src/traffic.rs defines each).

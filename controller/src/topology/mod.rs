@@ -6,7 +6,7 @@
 //! a connected switch graph. Errors name the offending item.
 //!
 //! Spec spelling shared by every tool ([`TopologySpec`]): `dragonfly:p=2,a=4,h=2`,
-//! `fattree:k=4,n=3`, `file:PATH`.
+//! `fattree:k=4,n=3` (`fattree:k=4,n=3,w=2`: with horizontal links of width 2), `file:PATH`.
 
 pub mod dragonfly;
 pub mod fattree;
