@@ -222,7 +222,7 @@ def port_role(link, side):
 def watched_ports(fabric, rates):
     """Every switch port as `fabricflow-agent port-stats --ports` reads it: the fabric's
     switch name, port, role (the controller's PortRole names: host, local, global, up, down,
-    fabric), the switch-side interface and its egress rate."""
+    horizontal, fabric), the switch-side interface and its egress rate."""
     out = []
 
     def add(sw, port, role, mbps):
