@@ -703,20 +703,12 @@ impl FabricBuilder {
 }
 
 /// The one spelling of a topology shared by every tool: `dragonfly:p=2,a=4,h=2`,
-/// `fattree:k=4,n=3`, `file:PATH`.
+/// `fattree:k=4,n=3`, `file:PATH`. A fat-tree's `w` is its horizontal width (0, the default and
+/// not printed, for the plain tree).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TopologySpec {
-    Dragonfly {
-        p: u32,
-        a: u32,
-        h: u32,
-    },
-    /// `w`: horizontal width of the extended tree, 0 (the default, not printed) for the plain one.
-    FatTree {
-        k: u32,
-        n: u32,
-        w: u32,
-    },
+    Dragonfly { p: u32, a: u32, h: u32 },
+    FatTree { k: u32, n: u32, w: u32 },
     File(PathBuf),
 }
 
