@@ -67,6 +67,8 @@ pub enum FlowRouteError {
     Topology(#[from] TopologyParams),
     #[error("flow {index}: unknown host {host}")]
     UnknownHost { index: usize, host: HostId },
+    #[error("unknown host {0:?}")]
+    UnknownHostName(String),
 }
 
 /// The fat-tree parameters were rejected (kept as text so the error stays `Clone`).
@@ -682,6 +684,127 @@ pub fn phase_rules(
     PhaseRules { rules, pinned }
 }
 
+/// One flow of a phase request, hosts by name (as `fabricflow-controller topology` prints them).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
+pub struct PhaseFlowRequest {
+    pub src: String,
+    pub dst: String,
+    /// w_f, the flow's size in any unit (1 if absent).
+    #[serde(default)]
+    pub weight: Option<f64>,
+}
+
+/// A phase's flow set: the body of `POST /api/v1/phase` and the file of
+/// `fabricflow-controller phase`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
+pub struct PhaseRequest {
+    pub flows: Vec<PhaseFlowRequest>,
+}
+
+/// One hop of an answered path, by switch name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NamedHop {
+    pub switch: String,
+    pub port: PortNo,
+}
+
+/// One flow of a phase answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseFlowAnswer {
+    pub src: String,
+    pub dst: String,
+    /// SAA rate, a fraction of the line rate.
+    pub rate: f64,
+    /// Whether it got per-flow rules.
+    pub pinned: bool,
+    pub path: Vec<NamedHop>,
+}
+
+/// Paths, SAA rates and per-flow rules for a phase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseAnswer {
+    pub algorithm: &'static str,
+    /// SAA's completion time: the largest link weight.
+    pub w: f64,
+    pub max_link_flows: u32,
+    pub mean_link_flows: f64,
+    pub flows: Vec<PhaseFlowAnswer>,
+    /// `ovs-ofctl add-flow` lines per switch name.
+    pub rules: BTreeMap<String, Vec<String>>,
+}
+
+/// Routes a phase on `fabric` (a generated fat-tree): paths by `algo`, SAA rates, per-flow
+/// rules under `opts`.
+pub fn plan_phase(
+    fabric: &Fabric,
+    req: &PhaseRequest,
+    algo: Algorithm,
+    opts: &PhaseRuleOptions,
+) -> Result<PhaseAnswer, FlowRouteError> {
+    let by_name: BTreeMap<&str, HostId> = fabric
+        .hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.name.as_str(), i))
+        .collect();
+    let host = |n: &str| {
+        by_name
+            .get(n)
+            .copied()
+            .ok_or_else(|| FlowRouteError::UnknownHostName(n.to_owned()))
+    };
+    let flows: Vec<(HostId, HostId)> = req
+        .flows
+        .iter()
+        .map(|f| Ok((host(&f.src)?, host(&f.dst)?)))
+        .collect::<Result<_, FlowRouteError>>()?;
+    let weights: Vec<f64> = req.flows.iter().map(|f| f.weight.unwrap_or(1.0)).collect();
+    let router = TreeRouter::new(fabric)?;
+    let a = router.assign(&flows, algo)?;
+    let chans = path_channels(&router, &flows, &a);
+    let (rates, w) = saa_rates(&chans, &weights, router.channels());
+    let rules = phase_rules(fabric, &flows, &a.paths, opts);
+    let name = |s: SwitchId| {
+        fabric
+            .switch(s)
+            .map_or_else(String::new, |x| x.name.clone())
+    };
+    let mut per_switch: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in &rules.rules {
+        per_switch
+            .entry(name(r.switch))
+            .or_default()
+            .push(r.ofctl_line());
+    }
+    let c = router.congestion(&flows, &a);
+    Ok(PhaseAnswer {
+        algorithm: algo.name(),
+        w,
+        max_link_flows: c.max,
+        mean_link_flows: c.mean,
+        flows: req
+            .flows
+            .iter()
+            .zip(&a.paths)
+            .zip(rates.iter().zip(&rules.pinned))
+            .map(|((f, p), (&rate, &pinned))| PhaseFlowAnswer {
+                src: f.src.clone(),
+                dst: f.dst.clone(),
+                rate,
+                pinned,
+                path: p
+                    .iter()
+                    .map(|h| NamedHop {
+                        switch: name(h.switch),
+                        port: h.port,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        rules: per_switch,
+    })
+}
+
 /// `count` superposed random permutations of `hosts` hosts (a host's flow to itself left out),
 /// drawn from `seed`.
 pub fn random_permutations(hosts: usize, count: usize, seed: u64) -> Vec<(HostId, HostId)> {
@@ -796,6 +919,31 @@ mod tests {
         assert!(
             greedy.0 < obl.0 && greedy.1 < obl.1,
             "greedy {greedy:?} vs {obl:?}"
+        );
+    }
+
+    #[test]
+    fn a_phase_request_is_answered_with_paths_rates_and_rules() {
+        let f = fabric("fattree:k=4,n=2,w=1");
+        let req: PhaseRequest = serde_json::from_str(
+            r#"{"flows": [{"src": "h0.0.1", "dst": "h1.0.1"}, {"src": "h0.0.2", "dst": "h1.0.2", "weight": 3}]}"#,
+        )
+        .unwrap();
+        let a = plan_phase(&f, &req, Algorithm::Balanced, &PhaseRuleOptions::default()).unwrap();
+        assert_eq!(a.flows.len(), 2);
+        assert!(a.flows.iter().all(|x| x.pinned && x.path.len() == 3));
+        // Balanced paths share no fabric link (two of leaf 0's four roots), so each flow's
+        // heaviest link carries only itself: rates 1 and 1, W = 3 (the weight-3 flow).
+        assert_eq!(a.w, 3.0);
+        assert_eq!(a.flows[0].rate, 1.0);
+        assert_eq!(a.flows[1].rate, 1.0);
+        // One rule per switch of each path but the destination leaf.
+        assert_eq!(a.rules.values().map(Vec::len).sum::<usize>(), 4);
+        let bad: PhaseRequest =
+            serde_json::from_str(r#"{"flows": [{"src": "h9.9.9", "dst": "h1.0.1"}]}"#).unwrap();
+        assert_eq!(
+            plan_phase(&f, &bad, Algorithm::Greedy, &PhaseRuleOptions::default()),
+            Err(FlowRouteError::UnknownHostName("h9.9.9".into()))
         );
     }
 

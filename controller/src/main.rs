@@ -578,20 +578,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-#[derive(serde::Deserialize)]
-struct PhaseFile {
-    flows: Vec<PhaseFileFlow>,
-}
-
-#[derive(serde::Deserialize)]
-struct PhaseFileFlow {
-    src: String,
-    dst: String,
-    weight: Option<f64>,
-}
-
 fn print_phase(args: PhaseArgs) -> anyhow::Result<()> {
-    use fabricflow_controller::flowroute::{self, PhaseRuleOptions, TreeRouter};
+    use fabricflow_controller::flowroute::{plan_phase, PhaseRequest, PhaseRuleOptions};
     let fabric = args
         .topology
         .build()
@@ -602,69 +590,15 @@ fn print_phase(args: PhaseArgs) -> anyhow::Result<()> {
         std::fs::read_to_string(&args.flows)
             .with_context(|| format!("cannot read {}", args.flows.display()))?
     };
-    let file: PhaseFile = serde_json::from_str(&text).context("flows file")?;
-    let by_name: std::collections::BTreeMap<&str, usize> = fabric
-        .hosts()
-        .iter()
-        .enumerate()
-        .map(|(i, h)| (h.name.as_str(), i))
-        .collect();
-    let host = |n: &str| {
-        by_name
-            .get(n)
-            .copied()
-            .with_context(|| format!("unknown host {n:?}"))
-    };
-    let flows: Vec<(usize, usize)> = file
-        .flows
-        .iter()
-        .map(|f| Ok((host(&f.src)?, host(&f.dst)?)))
-        .collect::<anyhow::Result<_>>()?;
-    let weights: Vec<f64> = file.flows.iter().map(|f| f.weight.unwrap_or(1.0)).collect();
-    let router = TreeRouter::new(&fabric)?;
-    let a = router.assign(&flows, args.algorithm)?;
-    let chans = flowroute::path_channels(&router, &flows, &a);
-    let (rates, w) = flowroute::saa_rates(&chans, &weights, router.channels());
+    let req: PhaseRequest = serde_json::from_str(&text).context("flows file")?;
     let opts = PhaseRuleOptions {
         max_per_switch: args.max_per_switch,
         idle_timeout: args.idle_timeout,
         hard_timeout: args.hard_timeout,
         ..PhaseRuleOptions::default()
     };
-    let rules = flowroute::phase_rules(&fabric, &flows, &a.paths, &opts);
-    let name = |s: usize| fabric.switch(s).map_or("?", |x| x.name.as_str());
-    let mut per_switch: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
-    for r in &rules.rules {
-        per_switch
-            .entry(name(r.switch))
-            .or_default()
-            .push(r.ofctl_line());
-    }
-    let out_flows: Vec<serde_json::Value> = file
-        .flows
-        .iter()
-        .zip(&a.paths)
-        .zip(rates.iter().zip(&rules.pinned))
-        .map(|((f, p), (rate, pinned))| {
-            serde_json::json!({
-                "src": f.src,
-                "dst": f.dst,
-                "rate": rate,
-                "pinned": pinned,
-                "path": p.iter().map(|h| serde_json::json!({"switch": name(h.switch), "port": h.port})).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
-    let c = router.congestion(&flows, &a);
-    let out = serde_json::json!({
-        "algorithm": args.algorithm.name(),
-        "w": w,
-        "max_link_flows": c.max,
-        "mean_link_flows": c.mean,
-        "flows": out_flows,
-        "rules": per_switch,
-    });
-    let mut text = serde_json::to_string_pretty(&out)?;
+    let answer = plan_phase(&fabric, &req, args.algorithm, &opts)?;
+    let mut text = serde_json::to_string_pretty(&answer)?;
     text.push('\n');
     write_stdout(&text)
 }
