@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end tests: Mininet + Open vSwitch (userspace datapath) + fabricflow's static plans,
-# the controller runtime and QCN-SW (controller + agent with the emulated congestion point).
+# the controller runtime and QCN-SW (controller + agent with the emulated congestion point),
+# and a communication phase on an extended fat-tree with per-flow rules and SAA pacing
+# (test_arsaa_mininet.py, ~35 s).
 # Needs root, Open vSwitch running (scripts/ovs-start.sh) and mininet/iperf3 (install-deps.sh).
 # FF_E2E_LARGE=0 skips the 36-switch Dragonfly ping test (~1.5 min). test_chaos_mininet.py
 # (~1.5 min) kills -9 and restarts ovs-vswitchd: run this under flock -o /tmp/fabricflow-ovs.lock.
