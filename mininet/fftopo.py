@@ -181,6 +181,9 @@ def link_bws(link, rates):
         return rates.up, rates.down
     if cls == "down":
         return rates.down, rates.up
+    if cls == "horizontal":
+        # An extended fat-tree's link between two switches of one level: the up rate both ways.
+        return rates.up, rates.up
     raise ValueError(f"unknown link class {cls!r}")
 
 
@@ -219,7 +222,7 @@ def port_role(link, side):
 def watched_ports(fabric, rates):
     """Every switch port as `fabricflow-agent port-stats --ports` reads it: the fabric's
     switch name, port, role (the controller's PortRole names: host, local, global, up, down,
-    fabric), the switch-side interface and its egress rate."""
+    horizontal, fabric), the switch-side interface and its egress rate."""
     out = []
 
     def add(sw, port, role, mbps):

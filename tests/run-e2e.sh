@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end tests: Mininet + Open vSwitch (userspace datapath) + fabricflow's static plans,
-# the controller runtime and QCN-SW (controller + agent with the emulated congestion point).
+# the controller runtime and QCN-SW (controller + agent with the emulated congestion point),
+# and a communication phase on an extended fat-tree with per-flow rules and SAA pacing
+# (test_arsaa_mininet.py, ~35 s).
 # Needs root, Open vSwitch running (scripts/ovs-start.sh) and mininet/iperf3 (install-deps.sh).
 # FF_E2E_LARGE=0 skips the 36-switch Dragonfly ping test (~1.5 min). test_chaos_mininet.py
 # (~1.5 min) kills -9 and restarts ovs-vswitchd: run this under flock -o /tmp/fabricflow-ovs.lock.
@@ -20,9 +22,9 @@ fi
 $PY mininet/ffclean.py          # leftovers of an interrupted run (ours only)
 status=0
 if $PY -c 'import pytest' 2>/dev/null; then
-    (cd tests && $PY -m pytest -v -s -p no:cacheprovider test_traffic_patterns.py test_e2e_mininet.py test_qcnsw_mininet.py test_chaos_mininet.py) || status=$?
+    (cd tests && $PY -m pytest -v -s -p no:cacheprovider test_traffic_patterns.py test_e2e_mininet.py test_qcnsw_mininet.py test_arsaa_mininet.py test_chaos_mininet.py) || status=$?
 else
-    (cd tests && $PY -m unittest -v test_traffic_patterns test_e2e_mininet test_qcnsw_mininet test_chaos_mininet) || status=$?
+    (cd tests && $PY -m unittest -v test_traffic_patterns test_e2e_mininet test_qcnsw_mininet test_arsaa_mininet test_chaos_mininet) || status=$?
 fi
 $PY mininet/ffclean.py --check || status=1
 echo "== e2e: $(( $(date +%s) - start )) s, exit $status"

@@ -9,6 +9,11 @@
 //! - `GET /api/v1/links` → every fabric link with its health (`up`, `down`, `lldp_missing`,
 //!   `miswired`, `drained`) and whether the operator drained it
 //! - `GET /api/v1/operator` → the operator's drained links and switches, frozen switches
+//! - `POST /api/v1/phase?algorithm=balanced|greedy|dmodk` with a phase's flows
+//!   (`{"flows": [{"src": HOST, "dst": HOST, "weight": W?}]}`) → each flow's path and SAA rate,
+//!   W, and the per-flow rules per switch (`flowroute::plan_phase`; fat-trees only, 422
+//!   otherwise). It computes and changes nothing: the caller installs the rules (they carry
+//!   their own cookie, which the sync leaves alone) and paces its hosts.
 //!
 //! Write actions (`POST`, `Authorization: Bearer <token>`; 401 without the right token, 403
 //! when no token is configured, 409 on a follower, 503 when the store cannot keep the change):
@@ -19,7 +24,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -70,6 +75,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
             post(|s, h, Path(d): Path<String>| switch_action(s, h, d, |d| Action::Resync(Some(d)))),
         )
         .route("/api/v1/resync", post(resync_all))
+        .route("/api/v1/phase", post(phase))
         .with_state(shared)
 }
 
@@ -163,6 +169,42 @@ async fn resync_all(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Respons
         return r;
     }
     act(&s, Action::Resync(None), json!("all")).await
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct PhaseQuery {
+    algorithm: Option<String>,
+}
+
+async fn phase(
+    State(s): State<Arc<Shared>>,
+    Query(q): Query<PhaseQuery>,
+    Json(req): Json<crate::flowroute::PhaseRequest>,
+) -> Response {
+    use crate::flowroute::{plan_phase, Algorithm, PhaseRuleOptions};
+    let algo: Algorithm = match q.algorithm.as_deref().unwrap_or("balanced").parse() {
+        Ok(a) => a,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    let fabric = match s
+        .cfg
+        .fabric
+        .parse::<crate::TopologySpec>()
+        .and_then(|t| t.build())
+    {
+        Ok(f) => f,
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    };
+    // Routing a large phase is CPU work: off the async workers.
+    let answer = tokio::task::spawn_blocking(move || {
+        plan_phase(&fabric, &req, algo, &PhaseRuleOptions::default())
+    })
+    .await;
+    match answer {
+        Ok(Ok(a)) => Json(a).into_response(),
+        Ok(Err(e)) => error(StatusCode::UNPROCESSABLE_ENTITY, e),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
 }
 
 async fn operator(State(s): State<Arc<Shared>>) -> Json<serde_json::Value> {

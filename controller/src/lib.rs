@@ -7,7 +7,8 @@
 //! OpenFlow messages for the runtime. [`traffic`] is the registry of traffic patterns that the
 //! simulator and the Mininet harness share; [`bound`] is the throughput optimum of a fabric
 //! under one of those patterns (a multi-commodity flow LP), the ceiling each routing mode is
-//! measured against.
+//! measured against. [`flowroute`] gives a phase's flows least-loaded paths on (extended)
+//! fat-trees and their SAA rates.
 //!
 //! The runtime: [`desired`] (what each switch must hold: the planner interface), [`session`]
 //! (per-switch OpenFlow state machine, sans-IO), [`sync`] (diff and bundle, pure), [`store`]
@@ -21,6 +22,7 @@ pub mod addressing;
 pub mod bound;
 pub mod cdg;
 pub mod export;
+pub mod flowroute;
 pub mod ofctl;
 pub mod pipeline;
 pub mod plan;

@@ -59,7 +59,7 @@ enum Command {
     /// Print the fabric (switches, links, hosts with addresses) as JSON, for tools such as the
     /// Mininet harness that must build exactly the controller's wiring.
     Topology {
-        /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+        /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N[,w=W] | file:PATH
         #[arg(long)]
         topology: TopologySpec,
         /// /8 network of the hosts' IPv4 addresses.
@@ -69,7 +69,7 @@ enum Command {
     /// Print the flows of a traffic pattern as JSON (one per sending host, by host name): the
     /// Mininet harness runs exactly these, and the same seed always gives the same flows.
     Traffic {
-        /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+        /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N[,w=W] | file:PATH
         #[arg(long)]
         topology: TopologySpec,
         /// uniform | adv+K | hotspot[:C] (controller/src/traffic.rs defines each).
@@ -82,6 +82,12 @@ enum Command {
     /// and the maximum aggregate throughput, as multi-commodity flow LPs over the fabric's links
     /// at the harness's rates, for unrestricted routing and each routing mode's own paths.
     Bound(BoundArgs),
+    /// Route a communication phase on a fat-tree: read its flows (JSON `{"flows": [{"src":
+    /// HOST, "dst": HOST, "weight": W?}]}`, host names as `topology` prints them, weight 1 if
+    /// absent; `traffic`'s output is such a file), give each a path (`flowroute`), and print
+    /// the per-flow rules (ovs-ofctl lines per switch), each flow's path and SAA rate (fraction
+    /// of the line rate) and W as JSON.
+    Phase(PhaseArgs),
     /// Run the controller service (OpenFlow, HTTP API, store).
     Run {
         /// Configuration file (.toml, .yaml or .yml).
@@ -90,6 +96,29 @@ enum Command {
     },
     /// Operator actions on a running controller, through its HTTP API.
     Ctl(CtlArgs),
+}
+
+/// Arguments of `phase`.
+#[derive(Debug, Args)]
+struct PhaseArgs {
+    /// fattree:k=K,n=N[,w=W]
+    #[arg(long)]
+    topology: TopologySpec,
+    /// The flows (JSON); `-` reads standard input.
+    #[arg(long)]
+    flows: PathBuf,
+    /// dmodk | greedy | balanced
+    #[arg(long, default_value = "balanced")]
+    algorithm: fabricflow_controller::flowroute::Algorithm,
+    /// Per-flow rules a switch may hold.
+    #[arg(long, default_value_t = 1024)]
+    max_per_switch: usize,
+    /// Seconds without a packet before a per-flow rule expires.
+    #[arg(long, default_value_t = 10)]
+    idle_timeout: u16,
+    /// Seconds before a per-flow rule expires in any case.
+    #[arg(long, default_value_t = 300)]
+    hard_timeout: u16,
 }
 
 /// Arguments of `ctl`. The token is `--token`, `--token-file`, `$FABRICFLOW_API_TOKEN` or the
@@ -300,7 +329,7 @@ fn run_service(config: PathBuf) -> anyhow::Result<()> {
 /// Arguments of `plan`.
 #[derive(Debug, Args)]
 struct PlanArgs {
-    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N[,w=W] | file:PATH
     #[arg(long)]
     topology: TopologySpec,
     /// Only this switch: datapath id (0x… or decimal) or name.
@@ -343,7 +372,7 @@ enum BoundFormat {
 /// Arguments of `bound`; the rate options are `mininet/run.py`'s.
 #[derive(Debug, Args)]
 struct BoundArgs {
-    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N[,w=W] | file:PATH
     #[arg(long)]
     topology: TopologySpec,
     /// uniform | adv+K | hotspot[:C] (controller/src/traffic.rs defines each).
@@ -545,7 +574,33 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run { config } => run_service(config),
         Command::Ctl(args) => run_ctl(args),
         Command::Plan(args) => print_plan(args),
+        Command::Phase(args) => print_phase(args),
     }
+}
+
+fn print_phase(args: PhaseArgs) -> anyhow::Result<()> {
+    use fabricflow_controller::flowroute::{plan_phase, PhaseRequest, PhaseRuleOptions};
+    let fabric = args
+        .topology
+        .build()
+        .with_context(|| format!("topology {}", args.topology))?;
+    let text = if args.flows.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        std::fs::read_to_string(&args.flows)
+            .with_context(|| format!("cannot read {}", args.flows.display()))?
+    };
+    let req: PhaseRequest = serde_json::from_str(&text).context("flows file")?;
+    let opts = PhaseRuleOptions {
+        max_per_switch: args.max_per_switch,
+        idle_timeout: args.idle_timeout,
+        hard_timeout: args.hard_timeout,
+        ..PhaseRuleOptions::default()
+    };
+    let answer = plan_phase(&fabric, &req, args.algorithm, &opts)?;
+    let mut text = serde_json::to_string_pretty(&answer)?;
+    text.push('\n');
+    write_stdout(&text)
 }
 
 fn print_plan(args: PlanArgs) -> anyhow::Result<()> {

@@ -59,6 +59,13 @@ pub fn match_text(m: &Match) -> String {
     if let Some(p) = m.vlan_pcp {
         t.push(format!("dl_vlan_pcp={p}"));
     }
+    if let Some(d) = m.eth_src {
+        if d.mask == MacAddr::BROADCAST {
+            t.push(format!("dl_src={}", d.value));
+        } else {
+            t.push(format!("dl_src={}/{}", d.value, d.mask));
+        }
+    }
     if let Some(d) = m.eth_dst {
         if d.mask == MacAddr::BROADCAST {
             t.push(format!("dl_dst={}", d.value));

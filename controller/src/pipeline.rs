@@ -145,6 +145,11 @@ impl Packet {
                 return false;
             }
         }
+        if let Some(d) = m.eth_src {
+            if self.eth_src.to_u64() & d.mask.to_u64() != d.value.to_u64() & d.mask.to_u64() {
+                return false;
+            }
+        }
         let outer = self.vlans.first();
         if let Some(v) = m.vlan_vid {
             let vid = outer.map_or(0, |t| t.vid | VID_PRESENT);

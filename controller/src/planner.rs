@@ -278,6 +278,10 @@ fn of_match(m: &ir::Match) -> OfMatch {
         let (value, mask) = mask_mac(d);
         out.push(OxmField::EthDst { value, mask });
     }
+    if let Some(d) = m.eth_src {
+        let (value, mask) = mask_mac(d);
+        out.push(OxmField::EthSrc { value, mask });
+    }
     if let Some(t) = m.eth_type {
         out.push(OxmField::EthType(t));
     }

@@ -48,7 +48,7 @@ impl Routes {
             (FabricKind::Dragonfly { p, a, h }, true) => {
                 r.fill_dragonfly(fabric, Dragonfly { p, a, h })
             }
-            (FabricKind::FatTree { k, n }, true) => match FatTree::new(k, n) {
+            (FabricKind::FatTree { k, n, .. }, true) => match FatTree::new(k, n) {
                 Ok(t) => r.fill_fattree(fabric, &t),
                 Err(_) => r.fill_generic(fabric, failed),
             },
@@ -272,6 +272,9 @@ mod tests {
             "fattree:k=4,n=2",
             "fattree:k=4,n=3",
             "fattree:k=2,n=4",
+            "fattree:k=4,n=2,w=1",
+            "fattree:k=4,n=3,w=2",
+            "fattree:k=3,n=3,w=2",
         ] {
             same(spec);
         }

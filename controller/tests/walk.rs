@@ -95,7 +95,7 @@ fn fattree_hops(k: u32, n: u32, f: &Fabric, s: HostId, d: HostId) -> usize {
 fn theory(spec: &str, f: &Fabric, s: HostId, d: HostId) -> usize {
     match spec.parse::<TopologySpec>().unwrap() {
         TopologySpec::Dragonfly { p, a, h } => dragonfly_hops(p, a, h, f, s, d),
-        TopologySpec::FatTree { k, n } => fattree_hops(k, n, f, s, d),
+        TopologySpec::FatTree { k, n, .. } => fattree_hops(k, n, f, s, d),
         TopologySpec::File(_) => unreachable!(),
     }
 }
@@ -118,12 +118,13 @@ fn assert_delivered(traces: &[Trace], d: HostId, ctx: &str) {
     }
 }
 
-const TOPOLOGIES: [&str; 5] = [
+const TOPOLOGIES: [&str; 6] = [
     "dragonfly:p=1,a=2,h=1",
     "dragonfly:p=2,a=4,h=2",
     "dragonfly:p=4,a=8,h=4",
     "fattree:k=4,n=2",
     "fattree:k=4,n=3",
+    "fattree:k=4,n=3,w=2",
 ];
 
 #[test]
@@ -595,13 +596,14 @@ fn assert_every_bucket_delivers(f: &Fabric, plan: &Plan, failed: &BTreeSet<Link>
 
 /// Specs of the U-turn regression: Dragonflies with h = 1 (local detours) and h > 1 (global
 /// Valiant candidates), and k-ary n-trees.
-const UTURN_SPECS: [&str; 6] = [
+const UTURN_SPECS: [&str; 7] = [
     "dragonfly:p=1,a=2,h=1",
     "dragonfly:p=1,a=2,h=3",
     "dragonfly:p=1,a=3,h=1",
     "dragonfly:p=2,a=4,h=2",
     "fattree:k=4,n=2",
     "fattree:k=4,n=3",
+    "fattree:k=4,n=3,w=2",
 ];
 
 /// What an [`SelectMode::EveryBucket`] walk of a plan depends on: the flows and, per group, the

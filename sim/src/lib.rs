@@ -8,10 +8,12 @@
 //! - [`net`]: the engine (virtual cut-through IOQ switches, credits, VCs, CNMs as packets).
 //! - [`port_stats`]: per-port XmitWait/XmitData counters and `port-stats.csv`.
 //! - [`run`]: one load, parallel sweeps, CSV outputs, reaction time.
+//! - [`arsaa`]: adaptive routing and SAA rate control on (extended) fat-trees (`ar-saa`).
 //!
 //! Determinism: one ChaCha8 RNG per run seeded from `--seed`; no hash-map iteration anywhere; the
 //! CSVs of a run are byte-identical for the same seed and configuration, whatever the threads.
 
+pub mod arsaa;
 pub mod config;
 pub mod net;
 pub mod port_stats;

@@ -15,7 +15,7 @@ use fabricflow_sim::run::{loads, optimum, reaction_cycles, sweep, write_csvs};
 #[derive(Debug, Parser)]
 #[command(name = "fabricflow-sim", version)]
 struct Cli {
-    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | file:PATH
+    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N[,w=W] | file:PATH
     #[arg(long, default_value = "dragonfly:p=4,a=8,h=4")]
     topology: TopologySpec,
     /// minimal | valiant | ugal-l | pause | qcnsw-base | qcnsw-sp | qcnsw-fc | qcnsw-combined

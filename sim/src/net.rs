@@ -47,8 +47,12 @@ use fabricflow_proto::MacAddr;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+mod transfer;
+
 use crate::config::{CpQueue, Routing, SimConfig, SpecError};
 pub use crate::port_stats::{Direction, PortCounters};
+use transfer::Transfers;
+pub use transfer::{TransferPaths, TransferSpec};
 
 const NONE: u32 = u32::MAX;
 /// Event wheel size (cycles); the configuration keeps every delay below it.
@@ -82,6 +86,8 @@ struct Pkt {
     /// its own to divert by): the neighbour sends it out of one of its global ports, as the
     /// controller's diversion-by-arrival-port rule does.
     divert: bool,
+    /// Transfer (fixed-size flow) the packet belongs to, or NONE.
+    flow: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -165,10 +171,13 @@ pub struct Sim {
     sw_pending: Vec<u32>,
     sw_rr: Vec<u32>,
     // Hosts.
-    host_q: Vec<VecDeque<(u64, u32)>>,
+    /// (generated at, destination host, transfer or NONE).
+    host_q: Vec<VecDeque<(u64, u32, u32)>>,
     host_credit: Vec<u32>,
     host_busy: Vec<u64>,
     host_next: Vec<u64>,
+    /// Fixed-size transfers ([`Sim::with_transfers`]); `None` in load-driven runs.
+    xfers: Option<Transfers>,
     gen_p: f64,
     /// Destination laws of `cfg.traffic`: the first pattern's, and the later one with the cycle
     /// it takes over at.
@@ -468,6 +477,7 @@ impl Sim {
             host_credit: vec![cfg.in_host_phits; nh],
             host_busy: vec![0; nh],
             host_next: vec![u64::MAX; nh],
+            xfers: None,
             gen_p,
             dests,
             dests_then,
@@ -718,6 +728,9 @@ impl Sim {
             Ev::Eject { pkt } => {
                 let p = self.pkts[pkt as usize];
                 self.free.push(pkt);
+                if p.flow != NONE {
+                    self.transfer_delivered(p.flow);
+                }
                 let w = (self.now / self.cfg.window_cycles) as usize;
                 if let Some(x) = self.stats.series_phits.get_mut(w) {
                     *x += u64::from(p.len);
@@ -732,13 +745,14 @@ impl Sim {
                     self.stats.per_src_switch[p.src_sw as usize] += u64::from(p.len);
                 }
             }
+            Ev::Gen { host } if self.xfers.is_some() => self.transfer_release(host),
             Ev::Gen { host } => {
                 let h = host as usize;
                 let next = self.host_next[h];
                 if self.now >= next {
                     let dst = self.destination(host);
                     if dst != NONE {
-                        self.host_q[h].push_back((self.now, dst));
+                        self.host_q[h].push_back((self.now, dst, NONE));
                         self.sw_pending[self.host_sw[h] as usize] += 1;
                     }
                     let gap = self.gap();
@@ -820,6 +834,7 @@ impl Sim {
             cnm_fb: fb.qntz_fb,
             decided: true,
             divert: false,
+            flow: NONE,
         };
         let id = self.alloc(cnm);
         self.out_q[idx].push_back(id);
@@ -917,6 +932,11 @@ impl Sim {
     #[allow(clippy::indexing_slicing)] // id from `alloc`, switch/host ids from the tables
     fn route_data(&mut self, s: u32, id: u32) -> u32 {
         let p = self.pkts[id as usize];
+        if p.flow != NONE {
+            if let Some(gp) = self.transfer_route(s, p.flow) {
+                return gp;
+            }
+        }
         if p.dst_sw == s {
             return self.host_gp[p.dst_host as usize];
         }
@@ -1255,7 +1275,7 @@ impl Sim {
                     }
                     continue;
                 }
-                let Some((gen, dst)) = self.host_q[h].pop_front() else {
+                let Some((gen, dst, flow)) = self.host_q[h].pop_front() else {
                     continue;
                 };
                 self.sw_pending[s as usize] -= 1;
@@ -1276,7 +1296,11 @@ impl Sim {
                     cnm_fb: 0,
                     decided: false,
                     divert: false,
+                    flow,
                 };
+                if flow != NONE {
+                    self.transfer_injected(flow);
+                }
                 let id = self.alloc(pkt);
                 if self.counting {
                     self.host_data[h] += u64::from(self.len);
@@ -1396,7 +1420,7 @@ mod tests {
         let interval = 250u64;
         for (topology, traffic) in [
             (TopologySpec::Dragonfly { p: 2, a: 4, h: 2 }, "adv+1"),
-            (TopologySpec::FatTree { k: 4, n: 2 }, "hotspot"),
+            (TopologySpec::FatTree { k: 4, n: 2, w: 0 }, "hotspot"),
         ] {
             let cfg = SimConfig {
                 topology,

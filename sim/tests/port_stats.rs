@@ -130,7 +130,7 @@ fn dragonfly_adv1_minimal_stalls_point_at_the_minimal_global_links() {
 /// leading anywhere else is among the top ten.
 #[test]
 fn fat_tree_hotspot_stalls_rank_the_hot_down_ports_and_their_upstream_first() {
-    let topology = TopologySpec::FatTree { k: 4, n: 3 };
+    let topology = TopologySpec::FatTree { k: 4, n: 3, w: 0 };
     let fabric = topology.build().unwrap();
     let pattern = Pattern::Hotspot { contributors: 4 };
     let c = SimConfig {

@@ -30,7 +30,7 @@ pub struct WatchedPort {
     /// OpenFlow port.
     pub port: PortNo,
     /// The controller's port role name (`PortRole::name()`: host, local, global, up, down,
-    /// fabric).
+    /// horizontal, fabric).
     pub role: String,
     /// The local interface whose egress qdisc is the port's queue.
     pub interface: String,

@@ -43,7 +43,8 @@ use crate::traffic::{Pattern, TrafficError};
 
 /// Rate of every link class in Mb/s, per direction, at the sending end: as the Mininet harness
 /// shapes them (`mininet/fftopo.py`): host links both ways at `host`; Dragonfly `local` and
-/// `global` symmetric; fat-tree `up` on the lower switch's side and `down` on the upper's;
+/// `global` symmetric; fat-tree `up` on the lower switch's side and `down` on the upper's
+/// (an extended fat-tree's horizontal links at `up` both ways);
 /// `fabric` for the links of a file fabric.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct LinkRates {
@@ -76,6 +77,7 @@ impl LinkRates {
             PortRole::Global => self.global,
             PortRole::Up => self.up,
             PortRole::Down => self.down,
+            PortRole::Horizontal => self.up,
             PortRole::Fabric => self.fabric,
         }
     }

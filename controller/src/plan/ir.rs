@@ -52,6 +52,9 @@ pub struct Match {
     pub arp_op: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arp_tpa: Option<Masked<Ipv4Addr>>,
+    /// Used only by the per-flow rules of a phase ([`crate::flowroute::phase_rules`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eth_src: Option<Masked<MacAddr>>,
 }
 
 /// Packet fields that actions can write or move.

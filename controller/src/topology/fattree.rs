@@ -13,6 +13,17 @@
 //! - Datapath id `0x000f_PPPP_LLII_IIII` (tag 0x0f, pod or 0xffff for roots, level, index
 //!   inside the pod, or w for roots); names `l{level}p{pod}s{index}` and roots `l{level}s{w}`.
 //! - Hosts are named `h{pod}.{index}.{port}`.
+//!
+//! **Extended ("modified") tree, width w ≥ 1** (`fattree:k=K,n=N,w=W`): the switches of one level
+//! l ≥ 1 that share digits l..n−2 stand for one node of the ideal fat tree (they reach the same
+//! leaves); they form a ring ordered by w mod k^l, and each is linked to the ring neighbours at
+//! distances 1..=w. Switch ⟨x, l⟩ gets 2w *horizontal* ports after its down and up ports: port
+//! `base + d − 1` leads to the neighbour at +d, port `base + w + d − 1` to the one at −d
+//! (base = 2k+1 below the roots, k+1 on the roots). Leaves have none. w < k (so no link closes on
+//! its own switch; at ring size 2d the ±d links are parallel). w = 0 is the plain tree, wired
+//! exactly as above. Horizontal links are never on a minimal path (up*/down* is always shorter),
+//! so destination routing is unchanged; the flow-aware routes ([`crate::flowroute`]) use them
+//! during descent, at most one per level.
 
 use super::{FabricBuilder, FabricKind, PortNo, PortRole, SwitchSpec, TopologyError};
 use crate::topology::Fabric;
@@ -29,6 +40,8 @@ pub struct FatTree {
     pub per_level: u32,
     /// k^(n−2): leaves per pod.
     pub per_pod: u32,
+    /// Width of the horizontal links (0: the plain tree).
+    pub w: u32,
 }
 
 impl FatTree {
@@ -59,6 +72,7 @@ impl FatTree {
                 n,
                 per_level: u32::try_from(pl).unwrap_or(u32::MAX),
                 per_pod: u32::try_from(pp).unwrap_or(u32::MAX),
+                w: 0,
             }),
             _ => Err(out(
                 "n",
@@ -66,6 +80,47 @@ impl FatTree {
                 "k^(n-2) must be <= 256 leaves per pod and k^(n-1) <= 65536 switches per level",
             )),
         }
+    }
+    /// The extended tree of width `w` (checks w < k).
+    pub fn with_width(k: u32, n: u32, w: u32) -> Result<Self, TopologyError> {
+        let t = FatTree::new(k, n)?;
+        if w >= k {
+            return Err(TopologyError::ParamOutOfRange {
+                topology: "fattree",
+                name: "w",
+                value: u64::from(w),
+                reason: format!("horizontal width must be below k = {k}"),
+            });
+        }
+        Ok(FatTree { w, ..t })
+    }
+    /// Size of the ring of switches at level `l` that stand for one ideal fat-tree node (k^l).
+    pub fn ring(&self, l: u32) -> u32 {
+        self.k.pow(l)
+    }
+    /// The switch at signed ring distance `d` from `x` on level `l`.
+    pub fn ring_neighbour(&self, x: u32, l: u32, d: i64) -> u32 {
+        let m = i64::from(self.ring(l));
+        let pos = i64::from(x % self.ring(l));
+        let to = (pos + d).rem_euclid(m.max(1));
+        x - x % self.ring(l) + u32::try_from(to).unwrap_or(0)
+    }
+    /// First horizontal port at level `l`.
+    pub fn horizontal_base(&self, l: u32) -> PortNo {
+        if l == self.n - 1 {
+            self.k + 1
+        } else {
+            2 * self.k + 1
+        }
+    }
+    /// The horizontal port of a level-`l` switch towards ring distance `d` (±1..=±w).
+    pub fn horizontal_port(&self, l: u32, d: i64) -> Option<PortNo> {
+        let a = u32::try_from(d.unsigned_abs()).ok()?;
+        if a == 0 || a > self.w || l == 0 {
+            return None;
+        }
+        let off = if d > 0 { a - 1 } else { self.w + a - 1 };
+        Some(self.horizontal_base(l) + off)
     }
     /// Digit `i` of label `w`.
     pub fn digit(&self, w: u32, i: u32) -> u32 {
@@ -109,8 +164,13 @@ pub fn dpid(t: &FatTree, w: u32, l: u32) -> u64 {
 
 /// Builds the k-ary n-tree.
 pub fn build(k: u32, n: u32) -> Result<Fabric, TopologyError> {
-    let t = FatTree::new(k, n)?;
-    let mut b = FabricBuilder::new(FabricKind::FatTree { k, n });
+    build_extended(k, n, 0)
+}
+
+/// Builds the k-ary n-tree with horizontal links of width `w` (0: the plain tree).
+pub fn build_extended(k: u32, n: u32, w: u32) -> Result<Fabric, TopologyError> {
+    let t = FatTree::with_width(k, n, w)?;
+    let mut b = FabricBuilder::new(FabricKind::FatTree { k, n, w });
     for l in 0..n {
         for w in 0..t.per_level {
             let root = l == n - 1;
@@ -133,7 +193,7 @@ pub fn build(k: u32, n: u32) -> Result<Fabric, TopologyError> {
                 group,
                 index,
                 level: u8::try_from(l).unwrap_or(u8::MAX),
-                max_port: Some(if root { k } else { 2 * k }),
+                max_port: Some(if root { k } else { 2 * k } + 2 * t.w),
             })?;
         }
     }
@@ -149,6 +209,28 @@ pub fn build(k: u32, n: u32) -> Result<Fabric, TopologyError> {
                     t.id(parent, l + 1),
                     t.digit(w, l) + 1,
                     PortRole::Down,
+                )?;
+            }
+        }
+    }
+    for l in 1..n {
+        for x in 0..t.per_level {
+            for d in 1..=t.w {
+                let y = t.ring_neighbour(x, l, i64::from(d));
+                let (Some(right), Some(left)) = (
+                    t.horizontal_port(l, i64::from(d)),
+                    t.horizontal_port(l, -i64::from(d)),
+                ) else {
+                    continue;
+                };
+                b.connect(
+                    &format!("link l{l}w{x} horizontal +{d}"),
+                    t.id(x, l),
+                    right,
+                    PortRole::Horizontal,
+                    t.id(y, l),
+                    left,
+                    PortRole::Horizontal,
                 )?;
             }
         }
@@ -186,5 +268,51 @@ mod tests {
         assert_eq!(f2.switches()[switch].dpid, 0x000f_ffff_0100_0001);
         assert!(build(1, 2).is_err());
         assert!(build(16, 5).is_err());
+    }
+
+    #[test]
+    fn horizontal_links_join_the_switches_of_one_ideal_node() {
+        let (k, n, w) = (4, 3, 2);
+        let t = FatTree::with_width(k, n, w).unwrap();
+        let f = build_extended(k, n, w).unwrap();
+        let plain = build(k, n).unwrap();
+        // w links per switch of levels 1 and 2, on top of the plain tree's, ports unchanged.
+        assert_eq!(f.links().len(), plain.links().len() + 2 * 16 * 2);
+        for l in plain.links() {
+            assert!(f.links().contains(&l));
+        }
+        let mut seen = 0;
+        for (id, sw) in f.switches().iter().enumerate() {
+            let (l, x) = ((id / 16) as u32, (id % 16) as u32);
+            let horizontal: Vec<_> = sw
+                .ports
+                .iter()
+                .filter(|p| p.role == PortRole::Horizontal)
+                .collect();
+            assert_eq!(horizontal.len(), if l == 0 { 0 } else { 2 * w as usize });
+            for p in horizontal {
+                let Peer::Switch { switch, port } = p.peer else {
+                    panic!("{p:?}")
+                };
+                let (l2, y) = ((switch / 16) as u32, (switch % 16) as u32);
+                assert_eq!(l2, l);
+                // Same ideal node: equal digits l..n-2, so equal quotient by k^l.
+                assert_eq!(x / t.ring(l), y / t.ring(l), "{} {}", sw.name, p.no);
+                let d = if p.no < t.horizontal_base(l) + w {
+                    1
+                } else {
+                    -1
+                } * i64::from((p.no - t.horizontal_base(l)) % w + 1);
+                assert_eq!(t.ring_neighbour(x, l, d), y);
+                assert_eq!(t.horizontal_port(l, -d), Some(port));
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 2 * 2 * 16 * 2);
+        assert!(build_extended(4, 3, 4).is_err());
+        assert_eq!(
+            build_extended(4, 2, 0).unwrap().links(),
+            build(4, 2).unwrap().links()
+        );
     }
 }

@@ -6,7 +6,7 @@
 //! a connected switch graph. Errors name the offending item.
 //!
 //! Spec spelling shared by every tool ([`TopologySpec`]): `dragonfly:p=2,a=4,h=2`,
-//! `fattree:k=4,n=3`, `file:PATH`.
+//! `fattree:k=4,n=3` (`fattree:k=4,n=3,w=2`: with horizontal links of width 2), `file:PATH`.
 
 pub mod dragonfly;
 pub mod fattree;
@@ -41,6 +41,8 @@ pub enum PortRole {
     Up,
     /// Fat-tree: towards the leaves.
     Down,
+    /// Extended fat-tree: to a switch of the same level standing for the same ideal node.
+    Horizontal,
     /// A switch-to-switch link of a file fabric (no structure known).
     Fabric,
 }
@@ -55,6 +57,7 @@ impl PortRole {
             PortRole::Global => "global",
             PortRole::Up => "up",
             PortRole::Down => "down",
+            PortRole::Horizontal => "horizontal",
             PortRole::Fabric => "fabric",
         }
     }
@@ -167,15 +170,29 @@ impl Link {
 /// Which generator built the fabric; routing uses the structure when it knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum FabricKind {
-    Dragonfly { p: u32, a: u32, h: u32 },
-    FatTree { k: u32, n: u32 },
+    Dragonfly {
+        p: u32,
+        a: u32,
+        h: u32,
+    },
+    FatTree {
+        k: u32,
+        n: u32,
+        /// Horizontal width (0: the plain tree; not exported then).
+        #[serde(skip_serializing_if = "is_zero")]
+        w: u32,
+    },
     File,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// Errors describing a fabric: each names the offending item.
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
-    #[error("invalid topology spec {spec:?}: {reason}; expected dragonfly:p=P,a=A,h=H, fattree:k=K,n=N or file:PATH")]
+    #[error("invalid topology spec {spec:?}: {reason}; expected dragonfly:p=P,a=A,h=H, fattree:k=K,n=N[,w=W] or file:PATH")]
     Spec { spec: String, reason: String },
     #[error("{topology} parameter {name}={value} out of range: {reason}")]
     ParamOutOfRange {
@@ -686,11 +703,12 @@ impl FabricBuilder {
 }
 
 /// The one spelling of a topology shared by every tool: `dragonfly:p=2,a=4,h=2`,
-/// `fattree:k=4,n=3`, `file:PATH`.
+/// `fattree:k=4,n=3`, `file:PATH`. A fat-tree's `w` is its horizontal width (0, the default and
+/// not printed, for the plain tree).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TopologySpec {
     Dragonfly { p: u32, a: u32, h: u32 },
-    FatTree { k: u32, n: u32 },
+    FatTree { k: u32, n: u32, w: u32 },
     File(PathBuf),
 }
 
@@ -699,7 +717,7 @@ impl TopologySpec {
     pub fn build(&self) -> Result<Fabric, TopologyError> {
         match self {
             TopologySpec::Dragonfly { p, a, h } => dragonfly::build(*p, *a, *h),
-            TopologySpec::FatTree { k, n } => fattree::build(*k, *n),
+            TopologySpec::FatTree { k, n, w } => fattree::build_extended(*k, *n, *w),
             TopologySpec::File(path) => file::load(path),
         }
     }
@@ -709,7 +727,8 @@ impl fmt::Display for TopologySpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TopologySpec::Dragonfly { p, a, h } => write!(f, "dragonfly:p={p},a={a},h={h}"),
-            TopologySpec::FatTree { k, n } => write!(f, "fattree:k={k},n={n}"),
+            TopologySpec::FatTree { k, n, w: 0 } => write!(f, "fattree:k={k},n={n}"),
+            TopologySpec::FatTree { k, n, w } => write!(f, "fattree:k={k},n={n},w={w}"),
             TopologySpec::File(path) => write!(f, "file:{}", path.display()),
         }
     }
@@ -731,7 +750,7 @@ impl FromStr for TopologySpec {
         }
         let names: &[&str] = match kind {
             "dragonfly" => &["p", "a", "h"],
-            "fattree" => &["k", "n"],
+            "fattree" => &["k", "n", "w"],
             _ => return Err(bad(&format!("unknown topology kind {kind:?}"))),
         };
         let mut values: BTreeMap<&str, u32> = BTreeMap::new();
@@ -766,6 +785,7 @@ impl FromStr for TopologySpec {
             _ => Ok(TopologySpec::FatTree {
                 k: get("k")?,
                 n: get("n")?,
+                w: values.get("w").copied().unwrap_or(0),
             }),
         }
     }
@@ -780,6 +800,7 @@ mod tests {
         for s in [
             "dragonfly:p=2,a=4,h=2",
             "fattree:k=4,n=3",
+            "fattree:k=4,n=3,w=2",
             "file:/tmp/x.yaml",
         ] {
             let spec: TopologySpec = s.parse().unwrap();
