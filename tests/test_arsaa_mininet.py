@@ -10,22 +10,23 @@ sooner than oblivious D-mod-k without pacing (median). The acceptance figure (me
 1 MB transfers) is in mininet/README.md.
 """
 
-import sys
 import tempfile
 import unittest
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "mininet"))
-
+from fabrictest import FabricTestCase  # noqa: E402  (puts mininet/ on sys.path)
 import arsaa  # noqa: E402
 from fflaunch import has_subcommand  # noqa: E402
 from fftopo import CONTROLLER_BIN  # noqa: E402
 
 
-@unittest.skipUnless(has_subcommand(CONTROLLER_BIN, "phase"),
-                     "controller without the `phase` subcommand: cargo build --release")
-class ArSaaMininet(unittest.TestCase):
+class ArSaaMininet(FabricTestCase):
+    def setUp(self):
+        super().setUp()
+        # Fail, never skip: a stale binary must not turn this test into a silent pass.
+        self.assertTrue(has_subcommand(CONTROLLER_BIN, "phase"),
+                        f"{CONTROLLER_BIN} has no `phase` subcommand: rebuild it")
+
     def test_ar_saa_beats_oblivious(self):
         with tempfile.TemporaryDirectory(prefix="ff-arsaa-") as out:
             r = arsaa.run("fattree:k=4,n=2,w=1", perms=2, nbytes=600_000, reps=3, mbps=5.0,
