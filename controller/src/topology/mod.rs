@@ -11,6 +11,7 @@
 pub mod dragonfly;
 pub mod fattree;
 pub mod file;
+pub mod leafspine;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -167,15 +168,27 @@ impl Link {
 /// Which generator built the fabric; routing uses the structure when it knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum FabricKind {
-    Dragonfly { p: u32, a: u32, h: u32 },
-    FatTree { k: u32, n: u32 },
+    Dragonfly {
+        p: u32,
+        a: u32,
+        h: u32,
+    },
+    FatTree {
+        k: u32,
+        n: u32,
+    },
+    LeafSpine {
+        leaves: u32,
+        spines: u32,
+        hosts: u32,
+    },
     File,
 }
 
 /// Errors describing a fabric: each names the offending item.
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
-    #[error("invalid topology spec {spec:?}: {reason}; expected dragonfly:p=P,a=A,h=H, fattree:k=K,n=N or file:PATH")]
+    #[error("invalid topology spec {spec:?}: {reason}; expected dragonfly:p=P,a=A,h=H, fattree:k=K,n=N, leafspine:l=L,s=S,p=P or file:PATH")]
     Spec { spec: String, reason: String },
     #[error("{topology} parameter {name}={value} out of range: {reason}")]
     ParamOutOfRange {
@@ -689,8 +702,21 @@ impl FabricBuilder {
 /// `fattree:k=4,n=3`, `file:PATH`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TopologySpec {
-    Dragonfly { p: u32, a: u32, h: u32 },
-    FatTree { k: u32, n: u32 },
+    Dragonfly {
+        p: u32,
+        a: u32,
+        h: u32,
+    },
+    FatTree {
+        k: u32,
+        n: u32,
+    },
+    /// `leafspine:l=L,s=S,p=P` ([`leafspine`]).
+    LeafSpine {
+        l: u32,
+        s: u32,
+        p: u32,
+    },
     File(PathBuf),
 }
 
@@ -700,6 +726,7 @@ impl TopologySpec {
         match self {
             TopologySpec::Dragonfly { p, a, h } => dragonfly::build(*p, *a, *h),
             TopologySpec::FatTree { k, n } => fattree::build(*k, *n),
+            TopologySpec::LeafSpine { l, s, p } => leafspine::build(*l, *s, *p),
             TopologySpec::File(path) => file::load(path),
         }
     }
@@ -710,6 +737,7 @@ impl fmt::Display for TopologySpec {
         match self {
             TopologySpec::Dragonfly { p, a, h } => write!(f, "dragonfly:p={p},a={a},h={h}"),
             TopologySpec::FatTree { k, n } => write!(f, "fattree:k={k},n={n}"),
+            TopologySpec::LeafSpine { l, s, p } => write!(f, "leafspine:l={l},s={s},p={p}"),
             TopologySpec::File(path) => write!(f, "file:{}", path.display()),
         }
     }
@@ -732,6 +760,7 @@ impl FromStr for TopologySpec {
         let names: &[&str] = match kind {
             "dragonfly" => &["p", "a", "h"],
             "fattree" => &["k", "n"],
+            "leafspine" => &["l", "s", "p"],
             _ => return Err(bad(&format!("unknown topology kind {kind:?}"))),
         };
         let mut values: BTreeMap<&str, u32> = BTreeMap::new();
@@ -763,6 +792,11 @@ impl FromStr for TopologySpec {
                 a: get("a")?,
                 h: get("h")?,
             }),
+            "leafspine" => Ok(TopologySpec::LeafSpine {
+                l: get("l")?,
+                s: get("s")?,
+                p: get("p")?,
+            }),
             _ => Ok(TopologySpec::FatTree {
                 k: get("k")?,
                 n: get("n")?,
@@ -780,6 +814,7 @@ mod tests {
         for s in [
             "dragonfly:p=2,a=4,h=2",
             "fattree:k=4,n=3",
+            "leafspine:l=36,s=18,p=18",
             "file:/tmp/x.yaml",
         ] {
             let spec: TopologySpec = s.parse().unwrap();
