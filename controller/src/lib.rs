@@ -20,6 +20,7 @@
 pub mod addressing;
 pub mod bound;
 pub mod cdg;
+pub mod dftree;
 pub mod export;
 pub mod ofctl;
 pub mod pipeline;

@@ -13,6 +13,7 @@
 //! CSVs of a run are byte-identical for the same seed and configuration, whatever the threads.
 
 pub mod config;
+pub mod dftree;
 pub mod net;
 pub mod port_stats;
 pub mod run;

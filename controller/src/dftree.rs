@@ -1,0 +1,371 @@
+//! dFtree (Guay et al., "dFtree: a fat-tree routing algorithm using dynamic allocation of
+//! virtual lanes to alleviate congestion in InfiniBand networks"): flows that feed an end-point
+//! hot spot move to a second, *slow* lane, so the victims that share their paths keep the fast
+//! lane and escape the hot spot's head-of-line blocking.
+//!
+//! This is the pure core, the seed's Algorithm 1 run once per performance sweep: no sockets, no
+//! clock. The caller turns each sweep's counter deltas into one [`HostObservation`] per host and
+//! applies the [`LaneChange`]s [`Detector::sweep`] returns — the simulator by steering its hosts'
+//! packets onto the slow lane (`sim/src/dftree.rs`), the controller by adding or removing the
+//! edge switch's slow-lane rule.
+//!
+//! # Detection (per sweep, every value a fraction of the sweep interval)
+//! - **Hot spot**: a host whose edge switch port towards it is congested: stall fraction
+//!   `toward_host ≥ hot_congestion`. The seed uses ΔXmitWait/interval > 100 000 ticks/s on that
+//!   port; InfiniBand's XmitWait there counts the hot host's own lack of credits. A host that
+//!   sinks at line rate never stalls its port, so the evidence is the port's *backlog*: the
+//!   simulator counts cycles its output queue is full, a live switch the time its egress qdisc
+//!   held a backlog (`agent/src/port_stats.rs`, issue 18). Both run at 100 % on a hot spot.
+//! - **Contributor** of every current hot spot: a host whose own transmitter is congested
+//!   (`from_host ≥ contributor_congestion`) while it uses less than `contributor_utilisation`
+//!   of its link (the seed: congested and utilisation < 50 %). A marked contributor stays marked
+//!   until its hot spot clears (the seed keeps it too), so a contributor the slow lane has
+//!   relieved is not moved back and forth.
+//! - **Repath**: the first contributor found behind an edge switch yields
+//!   [`LaneChange::Repath`] for (that edge switch, the hot spot): the switch's rule for
+//!   `eth_dst = hot spot` sets the slow lane for every flow its hosts send there. A host
+//!   without flows to the hot spot is untouched by it (the seed's repath trap likewise only
+//!   moves queue pairs whose destination is the hot spot).
+//! - **Hysteresis and unpath**: a hot spot clears after `clear_sweeps` consecutive sweeps with
+//!   `toward_host < clear_congestion` (below the flagging threshold), and every edge switch
+//!   repathed for it gets [`LaneChange::Unpath`].
+//!
+//! Every output is ordered (hot spots, then edge switches, ascending), so a run is
+//! deterministic.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::topology::{HostId, SwitchId};
+
+/// Thresholds of the detection (fractions of a sweep interval) and the hysteresis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DftreeConfig {
+    /// A host whose port stalls at least this fraction of a sweep is a hot spot.
+    pub hot_congestion: f64,
+    /// A hot spot whose port stalls less than this fraction …
+    pub clear_congestion: f64,
+    /// … for this many consecutive sweeps is cleared (unpath).
+    pub clear_sweeps: u32,
+    /// A host whose own transmitter stalls at least this fraction …
+    pub contributor_congestion: f64,
+    /// … while sending less than this fraction of its link rate is a contributor.
+    pub contributor_utilisation: f64,
+}
+
+impl Default for DftreeConfig {
+    fn default() -> Self {
+        DftreeConfig {
+            hot_congestion: 0.8,
+            clear_congestion: 0.2,
+            clear_sweeps: 1,
+            contributor_congestion: 0.1,
+            contributor_utilisation: 0.5,
+        }
+    }
+}
+
+/// Why a [`DftreeConfig`] is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DftreeError {
+    #[error("dftree: {0}")]
+    Invalid(&'static str),
+}
+
+impl DftreeConfig {
+    /// Checks the ranges: fractions in (0, 1], `clear_congestion ≤ hot_congestion`,
+    /// `clear_sweeps ≥ 1`.
+    pub fn validate(&self) -> Result<(), DftreeError> {
+        let frac = |x: f64| x > 0.0 && x <= 1.0;
+        if !frac(self.hot_congestion)
+            || !frac(self.clear_congestion)
+            || !frac(self.contributor_congestion)
+            || !frac(self.contributor_utilisation)
+        {
+            return Err(DftreeError::Invalid("every threshold must be in (0, 1]"));
+        }
+        if self.clear_congestion > self.hot_congestion {
+            return Err(DftreeError::Invalid(
+                "clear_congestion must not exceed hot_congestion (hysteresis)",
+            ));
+        }
+        if self.clear_sweeps == 0 {
+            return Err(DftreeError::Invalid("clear_sweeps must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// One host's counters over one sweep interval, as fractions of the interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HostObservation {
+    pub host: HostId,
+    /// The host's edge switch.
+    pub edge: SwitchId,
+    /// Stall (congestion) fraction of the edge switch port towards the host.
+    pub toward_host: f64,
+    /// Stall fraction of the host's own transmitter (InfiniBand XmitWait/interval).
+    pub from_host: f64,
+    /// The host's own transmitter's utilisation (sent / line rate over the interval).
+    pub from_host_utilisation: f64,
+}
+
+/// What one sweep changes: the edge switch's slow-lane rule for a hot spot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LaneChange {
+    /// Flows from `edge`'s hosts to `hot_spot` take the slow lane from now on.
+    Repath { edge: SwitchId, hot_spot: HostId },
+    /// Back to the fast lane: the hot spot cleared.
+    Unpath { edge: SwitchId, hot_spot: HostId },
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct HotSpot {
+    contributors: BTreeSet<HostId>,
+    edges: BTreeSet<SwitchId>,
+    /// Consecutive sweeps below `clear_congestion`.
+    quiet: u32,
+}
+
+/// The detection loop's state: the current hot spots, their contributors and the edge switches
+/// holding a slow-lane rule for them.
+#[derive(Debug, Clone)]
+pub struct Detector {
+    cfg: DftreeConfig,
+    hot: BTreeMap<HostId, HotSpot>,
+    sweeps: u64,
+}
+
+impl Detector {
+    /// A detector with no hot spot.
+    pub fn new(cfg: DftreeConfig) -> Result<Self, DftreeError> {
+        cfg.validate()?;
+        Ok(Detector {
+            cfg,
+            hot: BTreeMap::new(),
+            sweeps: 0,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DftreeConfig {
+        &self.cfg
+    }
+
+    /// Sweeps run so far.
+    pub fn sweeps(&self) -> u64 {
+        self.sweeps
+    }
+
+    /// The current hot spots, ascending.
+    pub fn hot_spots(&self) -> impl Iterator<Item = HostId> + '_ {
+        self.hot.keys().copied()
+    }
+
+    /// The contributors marked for `hot_spot`, ascending.
+    pub fn contributors(&self, hot_spot: HostId) -> impl Iterator<Item = HostId> + '_ {
+        self.hot
+            .get(&hot_spot)
+            .into_iter()
+            .flat_map(|h| h.contributors.iter().copied())
+    }
+
+    /// Every (edge switch, hot spot) holding a slow-lane rule now, ordered.
+    pub fn slow_lanes(&self) -> BTreeSet<(SwitchId, HostId)> {
+        self.hot
+            .iter()
+            .flat_map(|(&hot, h)| h.edges.iter().map(move |&e| (e, hot)))
+            .collect()
+    }
+
+    /// Runs Algorithm 1 on one sweep's observations (any order; a host seen twice counts its
+    /// last observation) and returns the changes to apply: unpaths first, then repaths, each
+    /// ordered by hot spot and edge switch. Non-finite values count as zero.
+    pub fn sweep(&mut self, observations: &[HostObservation]) -> Vec<LaneChange> {
+        self.sweeps += 1;
+        let clean = |x: f64| if x.is_finite() { x } else { 0.0 };
+        let by_host: BTreeMap<HostId, &HostObservation> =
+            observations.iter().map(|o| (o.host, o)).collect();
+        let mut unpaths = Vec::new();
+        // Hot spots: flag, keep, or count towards clearing.
+        for (&host, o) in &by_host {
+            let c = clean(o.toward_host);
+            if c >= self.cfg.hot_congestion {
+                self.hot.entry(host).or_default().quiet = 0;
+            } else if let Some(h) = self.hot.get_mut(&host) {
+                if c < self.cfg.clear_congestion {
+                    h.quiet += 1;
+                } else {
+                    h.quiet = 0;
+                }
+                if h.quiet >= self.cfg.clear_sweeps {
+                    if let Some(gone) = self.hot.remove(&host) {
+                        unpaths.extend(gone.edges.into_iter().map(|edge| LaneChange::Unpath {
+                            edge,
+                            hot_spot: host,
+                        }));
+                    }
+                }
+            }
+        }
+        // Contributors of every hot spot: congested and under-utilised.
+        let contributors: Vec<&HostObservation> = by_host
+            .values()
+            .copied()
+            .filter(|o| {
+                clean(o.from_host) >= self.cfg.contributor_congestion
+                    && clean(o.from_host_utilisation) < self.cfg.contributor_utilisation
+            })
+            .collect();
+        let mut repaths = Vec::new();
+        for (&hot, h) in &mut self.hot {
+            for o in contributors.iter().filter(|o| o.host != hot) {
+                h.contributors.insert(o.host);
+                if h.edges.insert(o.edge) {
+                    repaths.push(LaneChange::Repath {
+                        edge: o.edge,
+                        hot_spot: hot,
+                    });
+                }
+            }
+        }
+        unpaths.sort_unstable();
+        repaths.sort_unstable();
+        unpaths.extend(repaths);
+        unpaths
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    fn obs(host: HostId, edge: SwitchId, toward: f64, from: f64, util: f64) -> HostObservation {
+        HostObservation {
+            host,
+            edge,
+            toward_host: toward,
+            from_host: from,
+            from_host_utilisation: util,
+        }
+    }
+
+    /// Hosts 0..6, two per edge switch; host 0 is the hot spot.
+    fn fabric(hot: f64, contrib: &[HostId]) -> Vec<HostObservation> {
+        (0..6)
+            .map(|h| {
+                let c = contrib.contains(&h);
+                obs(
+                    h,
+                    h / 2,
+                    if h == 0 { hot } else { 0.0 },
+                    if c { 0.9 } else { 0.0 },
+                    if c { 0.1 } else { 0.9 },
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_hot_spot_is_flagged_in_one_sweep_and_its_contributors_edges_repathed() {
+        let mut d = Detector::new(DftreeConfig::default()).unwrap();
+        let changes = d.sweep(&fabric(1.0, &[3, 4, 5]));
+        assert_eq!(
+            changes,
+            vec![
+                LaneChange::Repath {
+                    edge: 1,
+                    hot_spot: 0
+                },
+                LaneChange::Repath {
+                    edge: 2,
+                    hot_spot: 0
+                },
+            ]
+        );
+        assert_eq!(d.hot_spots().collect::<Vec<_>>(), vec![0]);
+        assert_eq!(d.contributors(0).collect::<Vec<_>>(), vec![3, 4, 5]);
+        // Relieved contributors stay marked; nothing changes while the hot spot stays hot.
+        assert!(d.sweep(&fabric(1.0, &[])).is_empty());
+        assert_eq!(d.slow_lanes().len(), 2);
+    }
+
+    #[test]
+    fn a_busy_host_is_no_contributor_and_a_loaded_port_no_hot_spot() {
+        let cfg = DftreeConfig::default();
+        let hot = cfg.hot_congestion;
+        let mut d = Detector::new(cfg).unwrap();
+        // Host 0's port is busy but below the threshold; host 3 stalls at full utilisation.
+        let mut o = fabric(hot - 0.01, &[]);
+        o[3] = obs(3, 1, 0.0, 0.9, 0.8);
+        assert!(d.sweep(&o).is_empty());
+        assert_eq!(d.hot_spots().count(), 0);
+        o[0].toward_host = hot;
+        assert!(
+            d.sweep(&o).is_empty(),
+            "hot, but no under-utilised contributor"
+        );
+        assert_eq!(d.hot_spots().collect::<Vec<_>>(), vec![0]);
+    }
+
+    #[test]
+    fn the_hot_spot_clears_with_hysteresis_and_every_edge_is_unpathed() {
+        let cfg = DftreeConfig {
+            clear_sweeps: 2,
+            ..DftreeConfig::default()
+        };
+        let mut d = Detector::new(cfg).unwrap();
+        d.sweep(&fabric(1.0, &[2, 5]));
+        // Between the thresholds: still hot, the quiet count restarts.
+        assert!(d.sweep(&fabric(0.3, &[])).is_empty());
+        assert!(
+            d.sweep(&fabric(0.1, &[])).is_empty(),
+            "one quiet sweep of two"
+        );
+        assert!(d.sweep(&fabric(0.3, &[])).is_empty(), "restarted");
+        assert!(d.sweep(&fabric(0.1, &[])).is_empty());
+        let changes = d.sweep(&fabric(0.0, &[]));
+        assert_eq!(
+            changes,
+            vec![
+                LaneChange::Unpath {
+                    edge: 1,
+                    hot_spot: 0
+                },
+                LaneChange::Unpath {
+                    edge: 2,
+                    hot_spot: 0
+                },
+            ]
+        );
+        assert!(d.slow_lanes().is_empty());
+        assert_eq!(d.contributors(0).count(), 0);
+    }
+
+    #[test]
+    fn nonsense_input_and_bad_configurations_are_harmless() {
+        let mut d = Detector::new(DftreeConfig::default()).unwrap();
+        let o = vec![obs(0, 0, f64::NAN, f64::INFINITY, f64::NAN)];
+        assert!(d.sweep(&o).is_empty());
+        assert!(d.sweep(&[]).is_empty());
+        for bad in [
+            DftreeConfig {
+                hot_congestion: 0.0,
+                ..DftreeConfig::default()
+            },
+            DftreeConfig {
+                clear_congestion: 0.9,
+                ..DftreeConfig::default()
+            },
+            DftreeConfig {
+                clear_sweeps: 0,
+                ..DftreeConfig::default()
+            },
+        ] {
+            assert!(Detector::new(bad).is_err());
+        }
+    }
+}
