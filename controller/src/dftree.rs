@@ -7,7 +7,7 @@
 //! clock. The caller turns each sweep's counter deltas into one [`HostObservation`] per host and
 //! applies the [`LaneChange`]s [`Detector::sweep`] returns — the simulator by steering its hosts'
 //! packets onto the slow lane (`sim/src/dftree.rs`), the controller by adding or removing the
-//! edge switch's slow-lane rule.
+//! edge switch's slow-lane rule ([`slow_lane_flow`], [`with_slow_lanes`]).
 //!
 //! # Detection (per sweep, every value a fraction of the sweep interval)
 //! - **Hot spot**: a host whose edge switch port towards it is congested: stall fraction
@@ -37,7 +37,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::topology::{HostId, SwitchId};
+use fabricflow_proto::MacAddr;
+
+use crate::plan::ir::{Action, Field, Flow, Masked, VID_PRESENT};
+use crate::plan::{ethertype, Plan, SwitchPlan, TABLE_INJECT};
+use crate::topology::{Fabric, HostId, SwitchId};
 
 /// Thresholds of the detection (fractions of a sweep interval) and the hysteresis.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,9 +62,9 @@ pub struct DftreeConfig {
 impl Default for DftreeConfig {
     fn default() -> Self {
         DftreeConfig {
-            hot_congestion: 0.8,
-            clear_congestion: 0.2,
-            clear_sweeps: 1,
+            hot_congestion: 0.65,
+            clear_congestion: 0.05,
+            clear_sweeps: 2,
             contributor_congestion: 0.1,
             contributor_utilisation: 0.5,
         }
@@ -238,6 +242,124 @@ impl Detector {
     }
 }
 
+/// Priority of a slow-lane rule in table 1: above every destination rule of the table
+/// (`FORWARD_BASE` + mask bits ≤ 1048), below the diversion rules (2000, table 2 only).
+pub const SLOW_LANE_PRIORITY: u16 = 1500;
+
+/// How the slow lane is carried on the wire, and so which queue a switch puts it in.
+///
+/// - `Dscp(d)` (the default, 8 = CS1): untagged IPv4 traffic, the plan without lossless mode.
+///   Only IPv4 frames are re-marked (OpenFlow's prerequisite); others stay on the fast lane.
+/// - `Pcp(p)`: the 802.1Q priority of the lossless plan's tag (pushed at injection with
+///   PCP 0 = hop phase 0); the rule matches tagged frames only, so without lossless mode it
+///   never fires. On a fat-tree, whose phase never changes, the slow lane is one more priority;
+///   a Dragonfly's phase PCPs would need one slow PCP per phase, which this does not plan.
+///
+/// On a hardware switch the lane is a queue: one `set_queue` per PCP/DSCP value in the egress
+/// port's QoS map (or the switch's trust-DSCP/PCP map), the slow lane's queue with its own
+/// buffer and (PFC) pause class. Open vSwitch's userspace datapath ignores `set_queue`; the
+/// Mininet harness gives each switch-side interface a two-band qdisc classifying on the mark
+/// instead (`mininet/README.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LaneMark {
+    Pcp(u8),
+    Dscp(u8),
+}
+
+impl Default for LaneMark {
+    fn default() -> Self {
+        LaneMark::Dscp(8)
+    }
+}
+
+/// The slow-lane rule for traffic that the hosts of the switch planned in `plan` send to
+/// `hot_spot`: table 1's rule that forwards it now (the highest-priority table-1 flow whose
+/// match covers `eth_dst = hot_spot`), narrowed to that exact address (and to IPv4 for DSCP),
+/// raised to [`SLOW_LANE_PRIORITY`], with the lane mark written before its own actions — so
+/// the traffic continues exactly as before, on the slow lane. `None` when table 1 has no rule
+/// for `hot_spot` (a switch without hosts), or the mark needs a tag the rule's traffic lacks.
+pub fn slow_lane_flow(plan: &SwitchPlan, hot_spot: MacAddr, mark: LaneMark) -> Option<Flow> {
+    let covers = |f: &&Flow| {
+        f.table == TABLE_INJECT
+            && f.priority < SLOW_LANE_PRIORITY
+            && f.matches.in_port.is_none()
+            && f.matches.arp_op.is_none()
+            && f.matches.arp_tpa.is_none()
+            && f.matches.eth_type.is_none_or(|t| t == ethertype::IPV4)
+            && f.matches.eth_dst.is_some_and(|d| {
+                hot_spot.to_u64() & d.mask.to_u64() == d.value.to_u64() & d.mask.to_u64()
+            })
+    };
+    let base = plan
+        .flows
+        .iter()
+        .filter(covers)
+        .max_by_key(|f| f.priority)?;
+    let mut matches = base.matches.clone();
+    matches.eth_dst = Some(Masked {
+        value: hot_spot,
+        mask: MacAddr::from_u64(0xffff_ffff_ffff),
+    });
+    let action = match mark {
+        LaneMark::Dscp(d) => {
+            matches.eth_type = Some(ethertype::IPV4);
+            Action::SetField {
+                field: Field::IpDscp,
+                value: u64::from(d & 0x3f),
+            }
+        }
+        LaneMark::Pcp(p) => {
+            // Only tagged frames have a PCP (the lossless plan tags at injection).
+            matches.vlan_vid = Some(Masked {
+                value: VID_PRESENT,
+                mask: VID_PRESENT,
+            });
+            Action::SetField {
+                field: Field::VlanPcp,
+                value: u64::from(p & 7),
+            }
+        }
+    };
+    let mut instructions = base.instructions.clone();
+    instructions.apply.insert(0, action);
+    Some(Flow {
+        table: TABLE_INJECT,
+        priority: SLOW_LANE_PRIORITY,
+        cookie: base.cookie,
+        matches,
+        instructions,
+    })
+}
+
+/// `plan` with the slow-lane rule of every (edge switch, hot spot) in `lanes` added (pairs
+/// that yield no rule are skipped, see [`slow_lane_flow`]); removing a pair from `lanes` and
+/// planning again is the unpath. Each switch's flows stay in the plan's order.
+pub fn with_slow_lanes(
+    fabric: &Fabric,
+    plan: &Plan,
+    lanes: &BTreeSet<(SwitchId, HostId)>,
+    mark: LaneMark,
+) -> Plan {
+    let mut out = plan.clone();
+    for &(edge, hot) in lanes {
+        let (Some(sw), Some(h)) = (out.switches.get_mut(edge), fabric.host(hot)) else {
+            continue;
+        };
+        if let Some(f) = slow_lane_flow(sw, h.location.mac(), mark) {
+            sw.flows.push(f);
+            sw.flows.sort_by(|a, b| {
+                (a.table, std::cmp::Reverse(a.priority), &a.matches).cmp(&(
+                    b.table,
+                    std::cmp::Reverse(b.priority),
+                    &b.matches,
+                ))
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -317,16 +439,18 @@ mod tests {
             clear_sweeps: 2,
             ..DftreeConfig::default()
         };
+        let between = (cfg.clear_congestion + cfg.hot_congestion) / 2.0;
+        let quiet = cfg.clear_congestion / 2.0;
         let mut d = Detector::new(cfg).unwrap();
         d.sweep(&fabric(1.0, &[2, 5]));
         // Between the thresholds: still hot, the quiet count restarts.
-        assert!(d.sweep(&fabric(0.3, &[])).is_empty());
+        assert!(d.sweep(&fabric(between, &[])).is_empty());
         assert!(
-            d.sweep(&fabric(0.1, &[])).is_empty(),
+            d.sweep(&fabric(quiet, &[])).is_empty(),
             "one quiet sweep of two"
         );
-        assert!(d.sweep(&fabric(0.3, &[])).is_empty(), "restarted");
-        assert!(d.sweep(&fabric(0.1, &[])).is_empty());
+        assert!(d.sweep(&fabric(between, &[])).is_empty(), "restarted");
+        assert!(d.sweep(&fabric(quiet, &[])).is_empty());
         let changes = d.sweep(&fabric(0.0, &[]));
         assert_eq!(
             changes,

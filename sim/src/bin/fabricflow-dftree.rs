@@ -39,7 +39,7 @@ struct Cli {
     #[arg(long, default_value_t = 20_000)]
     measure: u64,
     /// Detection sweep interval, cycles.
-    #[arg(long, default_value_t = 2_000)]
+    #[arg(long, default_value_t = 5_000)]
     sweep: u64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -55,6 +55,8 @@ struct Cli {
     contributor_congestion: f64,
     #[arg(long, default_value_t = DftreeConfig::default().contributor_utilisation)]
     contributor_utilisation: f64,
+    #[arg(long, default_value_t = DftreeConfig::default().clear_sweeps)]
+    clear_sweeps: u32,
     /// Output directory.
     #[arg(long)]
     out: PathBuf,
@@ -82,7 +84,7 @@ fn real_main() -> anyhow::Result<()> {
         clear_congestion: cli.clear_congestion,
         contributor_congestion: cli.contributor_congestion,
         contributor_utilisation: cli.contributor_utilisation,
-        ..DftreeConfig::default()
+        clear_sweeps: cli.clear_sweeps,
     };
     std::fs::create_dir_all(&cli.out).with_context(|| format!("{}", cli.out.display()))?;
     let mut table = String::from(
