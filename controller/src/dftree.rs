@@ -41,7 +41,7 @@ use fabricflow_proto::MacAddr;
 
 use crate::plan::ir::{Action, Field, Flow, Masked, VID_PRESENT};
 use crate::plan::{ethertype, Plan, SwitchPlan, TABLE_INJECT};
-use crate::topology::{Fabric, HostId, SwitchId};
+use crate::topology::{Fabric, HostId, PortNo, SwitchId};
 
 /// Thresholds of the detection (fractions of a sweep interval) and the hysteresis.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,6 +57,22 @@ pub struct DftreeConfig {
     pub contributor_congestion: f64,
     /// … while sending less than this fraction of its link rate is a contributor.
     pub contributor_utilisation: f64,
+    /// Which hosts count as contributors.
+    pub contributors: Contributors,
+}
+
+/// Which hosts count as a hot spot's contributors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Contributors {
+    /// The seed's rule: own transmitter stalled, link under-used. Needs back-pressure (credits,
+    /// PFC): only then does a sender of a blocked flow stall.
+    #[default]
+    Stalled,
+    /// Every observed host: a slow-lane rule at every edge switch. On a lossy Ethernet fabric
+    /// no sender ever stalls, so there is no contributor evidence; the rule matches only
+    /// `eth_dst = hot spot`, so a host without flows there is untouched.
+    EveryEdge,
 }
 
 impl Default for DftreeConfig {
@@ -67,6 +83,7 @@ impl Default for DftreeConfig {
             clear_sweeps: 2,
             contributor_congestion: 0.1,
             contributor_utilisation: 0.5,
+            contributors: Contributors::Stalled,
         }
     }
 }
@@ -219,8 +236,9 @@ impl Detector {
             .values()
             .copied()
             .filter(|o| {
-                clean(o.from_host) >= self.cfg.contributor_congestion
-                    && clean(o.from_host_utilisation) < self.cfg.contributor_utilisation
+                self.cfg.contributors == Contributors::EveryEdge
+                    || (clean(o.from_host) >= self.cfg.contributor_congestion
+                        && clean(o.from_host_utilisation) < self.cfg.contributor_utilisation)
             })
             .collect();
         let mut repaths = Vec::new();
@@ -240,6 +258,76 @@ impl Detector {
         unpaths.extend(repaths);
         unpaths
     }
+}
+
+/// One row of a `port-stats.csv` (the agent's live sampler `fabricflow-agent port-stats`, or
+/// the simulator's): a port's cumulative stall counter at one reading. Live, `stall` is the
+/// egress qdisc's backlog time in ns and `time` ns since the sampler started
+/// (`agent/src/port_stats.rs`); both share one clock, so Δstall/Δtime is the stall fraction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortStatsRow {
+    pub time: u64,
+    pub switch: String,
+    pub port: PortNo,
+    pub stall: u64,
+}
+
+/// Parses one data row (`cycle,switch,port,role,direction,xmit_wait_cycles,…`); `None` for the
+/// header, a `rx` row, or anything malformed (never panics on input).
+pub fn parse_port_stats_row(line: &str) -> Option<PortStatsRow> {
+    let mut f = line.trim_end().split(',');
+    let time = f.next()?.parse().ok()?;
+    let switch = f.next()?.to_owned();
+    let port = f.next()?.parse().ok()?;
+    let _role = f.next()?;
+    if f.next()? != "tx" {
+        return None;
+    }
+    let stall = f.next()?.parse().ok()?;
+    Some(PortStatsRow {
+        time,
+        switch,
+        port,
+        stall,
+    })
+}
+
+/// One sweep's observations from two readings of the edge ports: per host of `fabric` whose
+/// edge port appears in both, `toward_host` = Δstall / Δtime of that port. The host's own
+/// transmitter is not observed (a switch sees its own egress only): `from_host` and its
+/// utilisation are 0, so use [`Contributors::EveryEdge`] with these.
+pub fn edge_observations(
+    fabric: &Fabric,
+    before: &[PortStatsRow],
+    after: &[PortStatsRow],
+) -> Vec<HostObservation> {
+    let index = |rows: &[PortStatsRow]| -> BTreeMap<(String, PortNo), (u64, u64)> {
+        rows.iter()
+            .map(|r| ((r.switch.clone(), r.port), (r.time, r.stall)))
+            .collect()
+    };
+    let (b, a) = (index(before), index(after));
+    let mut out = Vec::new();
+    for (h, host) in fabric.hosts().iter().enumerate() {
+        let Some(sw) = fabric.switch(host.switch) else {
+            continue;
+        };
+        let key = (sw.name.clone(), host.port);
+        let (Some(&(t0, s0)), Some(&(t1, s1))) = (b.get(&key), a.get(&key)) else {
+            continue;
+        };
+        if t1 <= t0 {
+            continue;
+        }
+        out.push(HostObservation {
+            host: h,
+            edge: host.switch,
+            toward_host: s1.saturating_sub(s0) as f64 / (t1 - t0) as f64,
+            from_host: 0.0,
+            from_host_utilisation: 0.0,
+        });
+    }
+    out
 }
 
 /// Priority of a slow-lane rule in table 1: above every destination rule of the table
@@ -467,6 +555,59 @@ mod tests {
         );
         assert!(d.slow_lanes().is_empty());
         assert_eq!(d.contributors(0).count(), 0);
+    }
+
+    #[test]
+    fn every_edge_repaths_every_observed_edge_switch() {
+        let cfg = DftreeConfig {
+            contributors: Contributors::EveryEdge,
+            ..DftreeConfig::default()
+        };
+        let mut d = Detector::new(cfg).unwrap();
+        let changes = d.sweep(&fabric(1.0, &[]));
+        assert_eq!(changes.len(), 3, "{changes:?}");
+        assert_eq!(
+            d.slow_lanes().into_iter().collect::<Vec<_>>(),
+            vec![(0, 0), (1, 0), (2, 0)]
+        );
+    }
+
+    #[test]
+    fn live_port_stats_rows_become_edge_observations() {
+        let f = crate::TopologySpec::LeafSpine { l: 2, s: 1, p: 2 }
+            .build()
+            .unwrap();
+        let rows = |t: u64, stall0: u64| -> Vec<PortStatsRow> {
+            [
+                format!("{t},leaf0,1,host,tx,{stall0},0,0"),
+                format!("{t},leaf0,2,host,tx,0,0,0"),
+                format!("{t},leaf1,1,host,tx,{},0,0", t / 10),
+                format!("{t},leaf0,3,up,tx,{t},0,0"),
+                format!("{t},leaf1,2,host,rx,{t},0,0"),
+            ]
+            .iter()
+            .filter_map(|l| parse_port_stats_row(l))
+            .collect()
+        };
+        let (a, b) = (rows(1_000, 0), rows(3_000, 1_600));
+        assert_eq!(a.len(), 4, "the rx row is not an egress reading");
+        let obs = edge_observations(&f, &a, &b);
+        // Hosts 0, 1 (leaf0 ports 1, 2) and 2 (leaf1 port 1); host 3 has no row.
+        assert_eq!(
+            obs.iter().map(|o| o.host).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
+        assert!((obs[0].toward_host - 0.8).abs() < 1e-12);
+        assert_eq!(obs[1].toward_host, 0.0);
+        assert!((obs[2].toward_host - 0.1).abs() < 1e-12);
+        for bad in [
+            "",
+            "cycle,switch,port",
+            "x,leaf0,1,host,tx,1,0",
+            "1,leaf0,-1,host,tx,1",
+        ] {
+            assert!(parse_port_stats_row(bad).is_none(), "{bad:?}");
+        }
     }
 
     #[test]

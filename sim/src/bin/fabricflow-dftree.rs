@@ -85,6 +85,7 @@ fn real_main() -> anyhow::Result<()> {
         contributor_congestion: cli.contributor_congestion,
         contributor_utilisation: cli.contributor_utilisation,
         clear_sweeps: cli.clear_sweeps,
+        ..DftreeConfig::default()
     };
     std::fs::create_dir_all(&cli.out).with_context(|| format!("{}", cli.out.display()))?;
     let mut table = String::from(
