@@ -59,6 +59,11 @@ pub struct DftreeConfig {
     pub contributor_utilisation: f64,
     /// Which hosts count as contributors.
     pub contributors: Contributors,
+    /// Lossy fabrics: a hot spot's port must also drop at least this many frames per second
+    /// (0: not required, as in a lossless fabric). A single TCP flow fills its receiver's
+    /// queue as a many-to-one hot spot does, so backlog time alone flags it; only the
+    /// converging senders' excess is dropped at the rate of the overload.
+    pub hot_drops_per_s: f64,
 }
 
 /// Which hosts count as a hot spot's contributors.
@@ -84,6 +89,7 @@ impl Default for DftreeConfig {
             contributor_congestion: 0.1,
             contributor_utilisation: 0.5,
             contributors: Contributors::Stalled,
+            hot_drops_per_s: 0.0,
         }
     }
 }
@@ -112,6 +118,9 @@ impl DftreeConfig {
                 "clear_congestion must not exceed hot_congestion (hysteresis)",
             ));
         }
+        if !(self.hot_drops_per_s >= 0.0 && self.hot_drops_per_s.is_finite()) {
+            return Err(DftreeError::Invalid("hot_drops_per_s must be ≥ 0"));
+        }
         if self.clear_sweeps == 0 {
             return Err(DftreeError::Invalid("clear_sweeps must be at least 1"));
         }
@@ -127,6 +136,8 @@ pub struct HostObservation {
     pub edge: SwitchId,
     /// Stall (congestion) fraction of the edge switch port towards the host.
     pub toward_host: f64,
+    /// Frames that port dropped per second (0 in a lossless fabric).
+    pub toward_host_drops_per_s: f64,
     /// Stall fraction of the host's own transmitter (InfiniBand XmitWait/interval).
     pub from_host: f64,
     /// The host's own transmitter's utilisation (sent / line rate over the interval).
@@ -213,7 +224,8 @@ impl Detector {
         // Hot spots: flag, keep, or count towards clearing.
         for (&host, o) in &by_host {
             let c = clean(o.toward_host);
-            if c >= self.cfg.hot_congestion {
+            let dropping = clean(o.toward_host_drops_per_s) >= self.cfg.hot_drops_per_s;
+            if c >= self.cfg.hot_congestion && dropping {
                 self.hot.entry(host).or_default().quiet = 0;
             } else if let Some(h) = self.hot.get_mut(&host) {
                 if c < self.cfg.clear_congestion {
@@ -270,6 +282,8 @@ pub struct PortStatsRow {
     pub switch: String,
     pub port: PortNo,
     pub stall: u64,
+    /// Frames dropped (the live CSV's `xmit_discards`; 0 when the column is absent).
+    pub drops: u64,
 }
 
 /// Parses one data row (`cycle,switch,port,role,direction,xmit_wait_cycles,…`); `None` for the
@@ -284,16 +298,23 @@ pub fn parse_port_stats_row(line: &str) -> Option<PortStatsRow> {
         return None;
     }
     let stall = f.next()?.parse().ok()?;
+    let _data = f.next();
+    let drops = match f.next() {
+        Some(d) => d.parse().ok()?,
+        None => 0,
+    };
     Some(PortStatsRow {
         time,
         switch,
         port,
         stall,
+        drops,
     })
 }
 
 /// One sweep's observations from two readings of the edge ports: per host of `fabric` whose
-/// edge port appears in both, `toward_host` = Δstall / Δtime of that port. The host's own
+/// edge port appears in both, `toward_host` = Δstall / Δtime of that port and its drops per
+/// second (times in ns, as the live sampler writes them). The host's own
 /// transmitter is not observed (a switch sees its own egress only): `from_host` and its
 /// utilisation are 0, so use [`Contributors::EveryEdge`] with these.
 pub fn edge_observations(
@@ -301,9 +322,9 @@ pub fn edge_observations(
     before: &[PortStatsRow],
     after: &[PortStatsRow],
 ) -> Vec<HostObservation> {
-    let index = |rows: &[PortStatsRow]| -> BTreeMap<(String, PortNo), (u64, u64)> {
+    let index = |rows: &[PortStatsRow]| -> BTreeMap<(String, PortNo), (u64, u64, u64)> {
         rows.iter()
-            .map(|r| ((r.switch.clone(), r.port), (r.time, r.stall)))
+            .map(|r| ((r.switch.clone(), r.port), (r.time, r.stall, r.drops)))
             .collect()
     };
     let (b, a) = (index(before), index(after));
@@ -313,7 +334,7 @@ pub fn edge_observations(
             continue;
         };
         let key = (sw.name.clone(), host.port);
-        let (Some(&(t0, s0)), Some(&(t1, s1))) = (b.get(&key), a.get(&key)) else {
+        let (Some(&(t0, s0, d0)), Some(&(t1, s1, d1))) = (b.get(&key), a.get(&key)) else {
             continue;
         };
         if t1 <= t0 {
@@ -323,6 +344,7 @@ pub fn edge_observations(
             host: h,
             edge: host.switch,
             toward_host: s1.saturating_sub(s0) as f64 / (t1 - t0) as f64,
+            toward_host_drops_per_s: d1.saturating_sub(d0) as f64 * 1e9 / (t1 - t0) as f64,
             from_host: 0.0,
             from_host_utilisation: 0.0,
         });
@@ -458,6 +480,7 @@ mod tests {
             host,
             edge,
             toward_host: toward,
+            toward_host_drops_per_s: 0.0,
             from_host: from,
             from_host_utilisation: util,
         }
@@ -557,6 +580,24 @@ mod tests {
         assert_eq!(d.contributors(0).count(), 0);
     }
 
+    /// Lossy fabrics: a saturated port that drops little (one TCP flow) is no hot spot; one
+    /// dropping at the overload's rate is.
+    #[test]
+    fn with_a_drop_threshold_only_a_dropping_port_is_a_hot_spot() {
+        let cfg = DftreeConfig {
+            hot_drops_per_s: 100.0,
+            ..DftreeConfig::default()
+        };
+        let mut d = Detector::new(cfg).unwrap();
+        let mut o = fabric(1.0, &[3]);
+        o[0].toward_host_drops_per_s = 5.0;
+        assert!(d.sweep(&o).is_empty());
+        assert_eq!(d.hot_spots().count(), 0);
+        o[0].toward_host_drops_per_s = 900.0;
+        assert_eq!(d.sweep(&o).len(), 1);
+        assert_eq!(d.hot_spots().collect::<Vec<_>>(), vec![0]);
+    }
+
     #[test]
     fn every_edge_repaths_every_observed_edge_switch() {
         let cfg = DftreeConfig {
@@ -590,6 +631,10 @@ mod tests {
             .collect()
         };
         let (a, b) = (rows(1_000, 0), rows(3_000, 1_600));
+        assert_eq!(
+            parse_port_stats_row("5,leaf0,1,host,tx,7,0,42").map(|r| r.drops),
+            Some(42)
+        );
         assert_eq!(a.len(), 4, "the rx row is not an egress reading");
         let obs = edge_observations(&f, &a, &b);
         // Hosts 0, 1 (leaf0 ports 1, 2) and 2 (leaf1 port 1); host 3 has no row.
@@ -605,6 +650,7 @@ mod tests {
             "cycle,switch,port",
             "x,leaf0,1,host,tx,1,0",
             "1,leaf0,-1,host,tx,1",
+            "1,leaf0,1,host,tx,1,0,x",
         ] {
             assert!(parse_port_stats_row(bad).is_none(), "{bad:?}");
         }

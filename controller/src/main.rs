@@ -121,6 +121,10 @@ struct DftreeWatchArgs {
     clear_congestion: f64,
     #[arg(long, default_value_t = fabricflow_controller::dftree::DftreeConfig::default().clear_sweeps)]
     clear_sweeps: u32,
+    /// A hot spot's port must also drop this many frames per second (lossy links: a single
+    /// TCP flow fills its receiver's queue too, but drops little).
+    #[arg(long, default_value_t = 100.0)]
+    hot_drops_per_s: f64,
     /// Stop after this many seconds.
     #[arg(long)]
     duration_s: Option<f64>,
@@ -554,10 +558,9 @@ fn find_switch<'p>(fabric: &Fabric, plan: &'p Plan, key: &str) -> anyhow::Result
 /// `dftree-watch`: the thin I/O shell around `dftree::Detector` (module docs there).
 fn dftree_watch(args: &DftreeWatchArgs) -> anyhow::Result<()> {
     use fabricflow_controller::dftree::{
-        edge_observations, parse_port_stats_row, slow_lane_flow, Contributors, Detector,
-        DftreeConfig, LaneChange, LaneMark, PortStatsRow,
+        parse_port_stats_row, Contributors, Detector, DftreeConfig, PortStatsRow,
     };
-    use std::io::{BufRead as _, Write as _};
+    use std::io::BufRead as _;
     let fabric = args
         .topology
         .build()
@@ -569,6 +572,7 @@ fn dftree_watch(args: &DftreeWatchArgs) -> anyhow::Result<()> {
         clear_congestion: args.clear_congestion,
         clear_sweeps: args.clear_sweeps,
         contributors: Contributors::EveryEdge,
+        hot_drops_per_s: args.hot_drops_per_s,
         ..DftreeConfig::default()
     })?;
     let deadline = args
@@ -580,9 +584,8 @@ fn dftree_watch(args: &DftreeWatchArgs) -> anyhow::Result<()> {
     let mut reader = std::io::BufReader::new(file);
     let mut partial = String::new();
     let (mut last, mut current): (Vec<PortStatsRow>, Vec<PortStatsRow>) = (vec![], vec![]);
-    let out = std::io::stdout();
-    let name = |h: usize| fabric.host(h).map(|x| x.name.clone()).unwrap_or_default();
-    let sw_name = |s: usize| fabric.switch(s).map(|x| x.name.clone()).unwrap_or_default();
+    let mut rows_per_reading: Option<usize> = None;
+    let mut processed = false;
     loop {
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             return Ok(());
@@ -602,52 +605,93 @@ fn dftree_watch(args: &DftreeWatchArgs) -> anyhow::Result<()> {
         };
         let done = row.time == u64::MAX;
         if current.first().is_some_and(|r| r.time != row.time) {
-            // A reading is complete: one sweep against the one before it.
-            let t_ns = current.first().map_or(0, |r| r.time);
-            if !last.is_empty() {
-                let changes = detector.sweep(&edge_observations(&fabric, &last, &current));
-                let mut w = out.lock();
-                let hot: Vec<String> = detector.hot_spots().map(name).collect();
-                let line = serde_json::json!({
-                    "sweep": detector.sweeps(), "t_ns": t_ns, "hot_spots": hot,
-                });
-                writeln!(w, "{line}")?;
-                for c in changes {
-                    let (kind, edge, hot) = match c {
-                        LaneChange::Repath { edge, hot_spot } => ("repath", edge, hot_spot),
-                        LaneChange::Unpath { edge, hot_spot } => ("unpath", edge, hot_spot),
-                    };
-                    let (Some(sp), Some(h)) = (plan.switch(edge), fabric.host(hot)) else {
-                        continue;
-                    };
-                    let Some(mut flow) =
-                        slow_lane_flow(sp, h.location.mac(), LaneMark::Dscp(args.dscp))
-                    else {
-                        continue;
-                    };
-                    flow.cookie = cookie;
-                    let strict = format!(
-                        "table={},priority={},{}",
-                        flow.table,
-                        flow.priority,
-                        ofctl::match_text(&flow.matches)
-                    );
-                    let line = serde_json::json!({
-                        "sweep": detector.sweeps(), "t_ns": t_ns, "change": kind,
-                        "switch": sw_name(edge), "hot_spot": h.name,
-                        "flow": ofctl::flow_line(&flow), "strict_match": strict,
-                    });
-                    writeln!(w, "{line}")?;
-                }
-                w.flush()?;
+            // A new reading began, so the last one is complete (if its row count did not
+            // already say so): one sweep against the one before it.
+            rows_per_reading.get_or_insert(current.len());
+            if !processed && !last.is_empty() {
+                watch_sweep(
+                    &mut detector,
+                    &fabric,
+                    &plan,
+                    args.dscp,
+                    cookie,
+                    &last,
+                    &current,
+                )?;
             }
             last = std::mem::take(&mut current);
+            processed = false;
         }
         if done {
             return Ok(());
         }
         current.push(row);
+        // A reading with as many rows as the first: complete now, not one reading later.
+        if !processed && !last.is_empty() && rows_per_reading == Some(current.len()) {
+            watch_sweep(
+                &mut detector,
+                &fabric,
+                &plan,
+                args.dscp,
+                cookie,
+                &last,
+                &current,
+            )?;
+            processed = true;
+        }
     }
+}
+
+/// One sweep of `dftree-watch`: the detection on two readings, its JSON lines on stdout.
+fn watch_sweep(
+    detector: &mut fabricflow_controller::dftree::Detector,
+    fabric: &Fabric,
+    plan: &Plan,
+    dscp: u8,
+    cookie: u64,
+    last: &[fabricflow_controller::dftree::PortStatsRow],
+    current: &[fabricflow_controller::dftree::PortStatsRow],
+) -> anyhow::Result<()> {
+    use fabricflow_controller::dftree::{edge_observations, slow_lane_flow, LaneChange, LaneMark};
+    use std::io::Write as _;
+    let out = std::io::stdout();
+    let name = |h: usize| fabric.host(h).map(|x| x.name.clone()).unwrap_or_default();
+    let sw_name = |s: usize| fabric.switch(s).map(|x| x.name.clone()).unwrap_or_default();
+    let t_ns = current.first().map_or(0, |r| r.time);
+    let changes = detector.sweep(&edge_observations(fabric, last, current));
+    let mut w = out.lock();
+    let hot: Vec<String> = detector.hot_spots().map(name).collect();
+    let line = serde_json::json!({
+        "sweep": detector.sweeps(), "t_ns": t_ns, "hot_spots": hot,
+    });
+    writeln!(w, "{line}")?;
+    for c in changes {
+        let (kind, edge, hot) = match c {
+            LaneChange::Repath { edge, hot_spot } => ("repath", edge, hot_spot),
+            LaneChange::Unpath { edge, hot_spot } => ("unpath", edge, hot_spot),
+        };
+        let (Some(sp), Some(h)) = (plan.switch(edge), fabric.host(hot)) else {
+            continue;
+        };
+        let Some(mut flow) = slow_lane_flow(sp, h.location.mac(), LaneMark::Dscp(dscp)) else {
+            continue;
+        };
+        flow.cookie = cookie;
+        let strict = format!(
+            "table={},priority={},{}",
+            flow.table,
+            flow.priority,
+            ofctl::match_text(&flow.matches)
+        );
+        let line = serde_json::json!({
+            "sweep": detector.sweeps(), "t_ns": t_ns, "change": kind,
+            "switch": sw_name(edge), "hot_spot": h.name,
+            "flow": ofctl::flow_line(&flow), "strict_match": strict,
+        });
+        writeln!(w, "{line}")?;
+    }
+    w.flush()?;
+    Ok(())
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {

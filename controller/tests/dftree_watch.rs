@@ -1,7 +1,8 @@
 //! `fabricflow-controller dftree-watch` on a recorded `port-stats.csv`: the hot spot's edge
-//! port stalls for three readings, then goes quiet; the watcher flags it at the first sweep,
-//! repaths every edge switch with a flow for `eth_dst = hot spot` only, and unpaths at the
-//! second quiet sweep.
+//! port stalls and drops for three readings, then goes quiet, while another port stalls as
+//! much without dropping (one TCP flow's receiver); the watcher flags only the hot spot, at the
+//! first sweep, repaths every edge switch with a flow for `eth_dst = hot spot` only, and
+//! unpaths at the second quiet sweep.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -19,13 +20,16 @@ fn the_watcher_repaths_and_unpaths_from_recorded_port_stats() {
     let step = 500_000_000u64;
     for i in 0..7u64 {
         // h0.1 (leaf0 port 1) stalls 90 % of readings 1..=3, then never again.
+        // … dropping 1 000 frames a second meanwhile; leaf1:1 is as busy but drops nothing
+        // (a single TCP flow's receiver).
         let hot = i.min(3) * step * 9 / 10;
-        for (sw, port, stall) in [
-            ("leaf0", 1, hot),
-            ("leaf0", 2, 0),
-            ("leaf1", 1, i * step / 50),
+        let drops = i.min(3) * 500;
+        for (sw, port, stall, d) in [
+            ("leaf0", 1, hot, drops),
+            ("leaf0", 2, 0, 0),
+            ("leaf1", 1, i * step * 9 / 10, 0),
         ] {
-            writeln!(text, "{},{sw},{port},host,tx,{stall},0,0", i * step).unwrap();
+            writeln!(text, "{},{sw},{port},host,tx,{stall},0,{d}", i * step).unwrap();
         }
     }
     std::fs::write(&csv, text).unwrap();

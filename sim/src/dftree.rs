@@ -104,6 +104,8 @@ fn observe(host: usize, a: &HostPortCounters, b: &HostPortCounters, dt: u64) -> 
         host,
         edge: b.switch,
         toward_host: d(a.backlog_cycles, b.backlog_cycles),
+        // Lossless: nothing is dropped.
+        toward_host_drops_per_s: 0.0,
         from_host: d(a.host_wait_cycles, b.host_wait_cycles),
         from_host_utilisation: d(a.host_data_phits, b.host_data_phits),
     }
