@@ -280,6 +280,60 @@ def apply_queues(net, queue_pkts):
                 raise RuntimeError(f"{cmd}: {out.strip()}")
 
 
+class LanesUnavailable(RuntimeError):
+    """The kernel lacks what apply_lanes needs (sch_prio, the basic classifier)."""
+
+
+def apply_lanes(net, queue_pkts, slow_dscp=8):
+    """dFtree's two lanes on every switch-side interface: under TCIntf's htb leaf (5:1) a
+    strict-priority qdisc with two bands (``prio bands 2``, every skb priority to band 0, the
+    fast lane) and a u32 filter sending IPv4 frames whose DSCP is `slow_dscp` to band 1 (the
+    slow lane), each band a pfifo of `queue_pkts` (or the default).  Open vSwitch's userspace
+    datapath ignores ``set_queue``, so the qdisc classifies on the mark the slow-lane rule
+    writes; a hardware switch maps the DSCP/PCP to a queue instead.  The filter reads the
+    frame from its link-layer header (``basic`` with ``cmp ... layer link``): frames the
+    userspace datapath sends through its AF_PACKET socket need not carry a network-header
+    offset or an skb protocol a ``protocol ip`` filter would see.  Raises LanesUnavailable when
+    the kernel has no sch_prio or no classifiers (some minimal VM kernels)."""
+    limit = int(queue_pkts or DEFAULT_QUEUE_PKTS)
+    tos = (int(slow_dscp) << 2) & 0xfc
+    for sw, intf in switch_intfs(net):
+        dev = intf.name
+        # A qdisc of another kind cannot replace apply_queues' pfifo under the same handle.
+        _sh(f"tc qdisc del dev {dev} parent 5:1 handle 10:")
+        for cmd in (
+                f"tc qdisc add dev {dev} parent 5:1 handle 10: prio bands 2 "
+                f"priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
+                f"tc qdisc replace dev {dev} parent 10:1 handle 11: pfifo limit {limit}",
+                f"tc qdisc replace dev {dev} parent 10:2 handle 12: pfifo limit {limit}",
+                f"tc filter replace dev {dev} parent 10: protocol all prio 1 basic match "
+                f"'cmp(u16 at 12 layer link eq 0x800) and "
+                f"cmp(u8 at 15 layer link mask 0xfc eq {tos:#04x})' classid 10:2"):
+            out = _sh(cmd)
+            if out and out.strip():
+                if "unknown" in out.lower() or "not supported" in out.lower():
+                    # Put the plain bounded queue back, as apply_queues left it.
+                    _sh(f"tc qdisc del dev {dev} parent 5:1 handle 10:")
+                    _sh(f"tc qdisc add dev {dev} parent 5:1 handle 10: pfifo limit {limit}")
+                    raise LanesUnavailable(f"{cmd}: {out.strip()}")
+                raise RuntimeError(f"{sw.name}: {cmd}: {out.strip()}")
+
+
+def lane_packets(dev):
+    """(fast, slow) packets sent by the two bands apply_lanes installed on `dev`."""
+    out = subprocess.run(["tc", "-s", "qdisc", "show", "dev", dev], capture_output=True,
+                         text=True, check=True).stdout
+    sent = {}
+    handle = None
+    for line in out.splitlines():
+        words = line.split()
+        if len(words) > 2 and words[0] == "qdisc":
+            handle = words[2]
+        elif words[:1] == ["Sent"] and handle in ("11:", "12:"):
+            sent[handle] = int(words[3])
+    return sent.get("11:", 0), sent.get("12:", 0)
+
+
 def _sh(cmd):
     r = subprocess.run(cmd, shell=True, capture_output=True, text=True)
     return (r.stdout + r.stderr) if r.returncode else ""

@@ -104,6 +104,7 @@ pub fn export(fabric: &Fabric, addressing: &Addressing) -> Result<TopologyExport
         kind: match fabric.kind() {
             FabricKind::Dragonfly { .. } => "dragonfly",
             FabricKind::FatTree { .. } => "fattree",
+            FabricKind::LeafSpine { .. } => "leafspine",
             FabricKind::File => "file",
         },
         switches,

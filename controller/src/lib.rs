@@ -21,6 +21,7 @@
 pub mod addressing;
 pub mod bound;
 pub mod cdg;
+pub mod dftree;
 pub mod export;
 pub mod flowroute;
 pub mod ofctl;

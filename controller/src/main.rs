@@ -96,6 +96,47 @@ enum Command {
     },
     /// Operator actions on a running controller, through its HTTP API.
     Ctl(CtlArgs),
+    /// dFtree's detection loop on live port telemetry: follows the `port-stats.csv` a
+    /// `fabricflow-agent port-stats` sampler writes (one reading = one sweep), runs the
+    /// controller's detection on the edge ports' backlog time and prints each sweep and each
+    /// repath/unpath as a JSON line, with the slow-lane flow (ovs-ofctl syntax) to add or the
+    /// strict match to delete.
+    DftreeWatch(DftreeWatchArgs),
+}
+
+/// Arguments of `dftree-watch`.
+#[derive(Debug, Args)]
+struct DftreeWatchArgs {
+    /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N | leafspine:l=L,s=S,p=P | file:PATH
+    #[arg(long)]
+    topology: TopologySpec,
+    /// The sampler's CSV (followed as it grows).
+    #[arg(long)]
+    port_stats: PathBuf,
+    /// The slow lane's IPv4 DSCP (8 = CS1).
+    #[arg(long, default_value_t = 8)]
+    dscp: u8,
+    /// Cookie of the slow-lane flows (not the plan's: the controller leaves them alone).
+    #[arg(long, default_value = "0xdf7ee")]
+    cookie: String,
+    /// Stall fraction of a sweep that flags a hot spot.
+    #[arg(long, default_value_t = fabricflow_controller::dftree::DftreeConfig::default().hot_congestion)]
+    hot_congestion: f64,
+    /// Below this for `clear_sweeps` sweeps, a hot spot clears.
+    #[arg(long, default_value_t = fabricflow_controller::dftree::DftreeConfig::default().clear_congestion)]
+    clear_congestion: f64,
+    #[arg(long, default_value_t = fabricflow_controller::dftree::DftreeConfig::default().clear_sweeps)]
+    clear_sweeps: u32,
+    /// A hot spot's port must also drop this many frames per second (lossy links: a single
+    /// TCP flow fills its receiver's queue too, but drops little).
+    #[arg(long, default_value_t = 100.0)]
+    hot_drops_per_s: f64,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    duration_s: Option<f64>,
+    /// Read the file to its end and stop (its last reading counts) instead of following it.
+    #[arg(long)]
+    no_follow: bool,
 }
 
 /// Arguments of `phase`.
@@ -543,8 +584,148 @@ fn find_switch<'p>(fabric: &Fabric, plan: &'p Plan, key: &str) -> anyhow::Result
     plan.switch(id).context("switch has no plan")
 }
 
+/// `dftree-watch`: the thin I/O shell around `dftree::Detector` (module docs there).
+fn dftree_watch(args: &DftreeWatchArgs) -> anyhow::Result<()> {
+    use fabricflow_controller::dftree::{
+        parse_port_stats_row, Contributors, Detector, DftreeConfig, PortStatsRow,
+    };
+    use std::io::BufRead as _;
+    let fabric = args
+        .topology
+        .build()
+        .with_context(|| format!("topology {}", args.topology))?;
+    let plan = Plan::build(&fabric, &PlanOptions::default())?;
+    let cookie = parse_u64(&args.cookie).map_err(|e| anyhow::anyhow!("--cookie: {e}"))?;
+    let mut detector = Detector::new(DftreeConfig {
+        hot_congestion: args.hot_congestion,
+        clear_congestion: args.clear_congestion,
+        clear_sweeps: args.clear_sweeps,
+        contributors: Contributors::EveryEdge,
+        hot_drops_per_s: args.hot_drops_per_s,
+        ..DftreeConfig::default()
+    })?;
+    let deadline = args
+        .duration_s
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| std::time::Instant::now() + std::time::Duration::from_secs_f64(s));
+    let file = std::fs::File::open(&args.port_stats)
+        .with_context(|| format!("{}", args.port_stats.display()))?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut partial = String::new();
+    let (mut last, mut current): (Vec<PortStatsRow>, Vec<PortStatsRow>) = (vec![], vec![]);
+    let mut rows_per_reading: Option<usize> = None;
+    let mut processed = false;
+    loop {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return Ok(());
+        }
+        let n = reader.read_line(&mut partial)?;
+        if n == 0 && args.no_follow {
+            // The end of a finished file completes its last reading: a sentinel row.
+            partial = format!("{},,0,,tx,0\n", u64::MAX);
+        } else if n == 0 || !partial.ends_with('\n') {
+            // Nothing complete yet: the sampler writes a reading at a time.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            continue;
+        }
+        let line = std::mem::take(&mut partial);
+        let Some(row) = parse_port_stats_row(&line) else {
+            continue;
+        };
+        let done = row.time == u64::MAX;
+        if current.first().is_some_and(|r| r.time != row.time) {
+            // A new reading began, so the last one is complete (if its row count did not
+            // already say so): one sweep against the one before it.
+            rows_per_reading.get_or_insert(current.len());
+            if !processed && !last.is_empty() {
+                watch_sweep(
+                    &mut detector,
+                    &fabric,
+                    &plan,
+                    args.dscp,
+                    cookie,
+                    &last,
+                    &current,
+                )?;
+            }
+            last = std::mem::take(&mut current);
+            processed = false;
+        }
+        if done {
+            return Ok(());
+        }
+        current.push(row);
+        // A reading with as many rows as the first: complete now, not one reading later.
+        if !processed && !last.is_empty() && rows_per_reading == Some(current.len()) {
+            watch_sweep(
+                &mut detector,
+                &fabric,
+                &plan,
+                args.dscp,
+                cookie,
+                &last,
+                &current,
+            )?;
+            processed = true;
+        }
+    }
+}
+
+/// One sweep of `dftree-watch`: the detection on two readings, its JSON lines on stdout.
+fn watch_sweep(
+    detector: &mut fabricflow_controller::dftree::Detector,
+    fabric: &Fabric,
+    plan: &Plan,
+    dscp: u8,
+    cookie: u64,
+    last: &[fabricflow_controller::dftree::PortStatsRow],
+    current: &[fabricflow_controller::dftree::PortStatsRow],
+) -> anyhow::Result<()> {
+    use fabricflow_controller::dftree::{edge_observations, slow_lane_flow, LaneChange, LaneMark};
+    use std::io::Write as _;
+    let out = std::io::stdout();
+    let name = |h: usize| fabric.host(h).map(|x| x.name.clone()).unwrap_or_default();
+    let sw_name = |s: usize| fabric.switch(s).map(|x| x.name.clone()).unwrap_or_default();
+    let t_ns = current.first().map_or(0, |r| r.time);
+    let changes = detector.sweep(&edge_observations(fabric, last, current));
+    let mut w = out.lock();
+    let hot: Vec<String> = detector.hot_spots().map(name).collect();
+    let line = serde_json::json!({
+        "sweep": detector.sweeps(), "t_ns": t_ns, "hot_spots": hot,
+    });
+    writeln!(w, "{line}")?;
+    for c in changes {
+        let (kind, edge, hot) = match c {
+            LaneChange::Repath { edge, hot_spot } => ("repath", edge, hot_spot),
+            LaneChange::Unpath { edge, hot_spot } => ("unpath", edge, hot_spot),
+        };
+        let (Some(sp), Some(h)) = (plan.switch(edge), fabric.host(hot)) else {
+            continue;
+        };
+        let Some(mut flow) = slow_lane_flow(sp, h.location.mac(), LaneMark::Dscp(dscp)) else {
+            continue;
+        };
+        flow.cookie = cookie;
+        let strict = format!(
+            "table={},priority={},{}",
+            flow.table,
+            flow.priority,
+            ofctl::match_text(&flow.matches)
+        );
+        let line = serde_json::json!({
+            "sweep": detector.sweeps(), "t_ns": t_ns, "change": kind,
+            "switch": sw_name(edge), "hot_spot": h.name,
+            "flow": ofctl::flow_line(&flow), "strict_match": strict,
+        });
+        writeln!(w, "{line}")?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::DftreeWatch(args) => dftree_watch(&args),
         Command::Topology {
             topology,
             ipv4_base,

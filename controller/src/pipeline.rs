@@ -52,6 +52,8 @@ pub struct Packet {
     pub vlans: Vec<Vlan>,
     /// EtherType after the tags.
     pub eth_type: u16,
+    /// IPv4 DSCP (meaningful when `eth_type` is IPv4).
+    pub ip_dscp: u8,
     pub arp: Option<Arp>,
     pub regs: [u32; 8],
 }
@@ -64,6 +66,7 @@ impl Packet {
             eth_dst: dst,
             vlans: Vec::new(),
             eth_type,
+            ip_dscp: 0,
             arp: None,
             regs: [0; 8],
         }
@@ -102,6 +105,8 @@ impl Packet {
             Field::EthDst => self.eth_dst.to_u64(),
             Field::VlanVid => u64::from(vlan()?.vid | VID_PRESENT),
             Field::VlanPcp => u64::from(vlan()?.pcp),
+            Field::IpDscp if self.eth_type == ethertype::IPV4 => u64::from(self.ip_dscp),
+            Field::IpDscp => return Err(ExecError::MissingField(f)),
             Field::ArpOp => u64::from(arp()?.op),
             Field::ArpSpa => u64::from(u32::from(arp()?.spa)),
             Field::ArpTpa => u64::from(u32::from(arp()?.tpa)),
@@ -125,6 +130,8 @@ impl Packet {
             Field::EthDst => self.eth_dst = MacAddr::from_u64(v),
             Field::VlanVid => self.vlans.first_mut().ok_or(missing)?.vid = v16 & 0x0fff,
             Field::VlanPcp => self.vlans.first_mut().ok_or(missing)?.pcp = (v & 7) as u8,
+            Field::IpDscp if self.eth_type == ethertype::IPV4 => self.ip_dscp = (v & 0x3f) as u8,
+            Field::IpDscp => return Err(missing),
             Field::ArpOp => self.arp.as_mut().ok_or(missing)?.op = v16,
             Field::ArpSpa => self.arp.as_mut().ok_or(missing)?.spa = Ipv4Addr::from(v32),
             Field::ArpTpa => self.arp.as_mut().ok_or(missing)?.tpa = Ipv4Addr::from(v32),

@@ -349,6 +349,7 @@ fn set_field(field: Field, value: u64) -> Result<OxmField, String> {
             mask: None,
         },
         Field::VlanPcp => OxmField::VlanPcp((value & 0x7) as u8),
+        Field::IpDscp => OxmField::IpDscp((value & 0x3f) as u8),
         Field::ArpOp => OxmField::ArpOp((value & 0xffff) as u16),
         Field::ArpSpa => OxmField::ArpSpa {
             value: Ipv4Addr::from((value & 0xffff_ffff) as u32),

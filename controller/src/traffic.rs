@@ -20,6 +20,14 @@
 //!   except the hot host (which only receives) targets the *rest*: all hosts but the hot one and
 //!   the contributors. So C sources converge on one host link while the rest is uniform among
 //!   themselves and never adds to the hot spot.
+//! - `hotspots:N` = `hotspots:N:5`, `hotspots:N:P` (N ≥ 1, 1 ≤ P ≤ 100): the dFtree seed's
+//!   traffic. The hosts, in order, are cut into N blocks of equal size (the last takes the
+//!   remainder); the first host of each block is its hot spot. Every host of a block except
+//!   the hot spot sends P % of its packets to it and the rest uniformly to any other host;
+//!   the hot spots send uniformly. This is the one pattern that is a *mixture*: its
+//!   distribution is P % on the hot spot plus (100 − P) % uniform, and
+//!   [`Destinations::flows`] samples only its uniform part (one flow per host cannot carry a
+//!   share).
 //!
 //! # Two realisations of the one definition
 //!
@@ -65,19 +73,28 @@ pub enum Pattern {
     Adv(u32),
     /// `hotspot[:C]`.
     Hotspot { contributors: u32 },
+    /// `hotspots:N[:P]`: N hot spots, P % of every contributor's packets to its hot spot.
+    HotSpots { spots: u32, percent: u32 },
 }
+
+/// Percent of a `hotspots:N` contributor's packets that go to its hot spot (the seed's 5 %).
+pub const DEFAULT_HOTSPOTS_PERCENT: u32 = 5;
 
 /// Why a pattern cannot be parsed or laid on a fabric.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TrafficError {
     #[error(
-        "unknown traffic pattern {0:?}; expected uniform, adv+K (K ≥ 1) or hotspot[:C] (C ≥ 1)"
+        "unknown traffic pattern {0:?}; expected uniform, adv+K (K ≥ 1), hotspot[:C] (C ≥ 1) or hotspots:N[:P] (N ≥ 1, 1 ≤ P ≤ 100)"
     )]
     Parse(String),
     #[error("{pattern}: the fabric has {hosts} host(s); every pattern needs at least 2")]
     TooFewHosts { pattern: Pattern, hosts: usize },
     #[error("{pattern}: K must not be a multiple of the fabric's {groups} host group(s)")]
     AdvOwnGroup { pattern: Pattern, groups: usize },
+    #[error(
+        "{pattern}: {hosts} host(s) cannot hold that many hot spots (at most one per 2 hosts)"
+    )]
+    TooManyHotSpots { pattern: Pattern, hosts: usize },
     #[error("{pattern}: needs {wanted} contributors outside the hot host's group; {available} hosts are")]
     TooFewContributors {
         pattern: Pattern,
@@ -103,6 +120,18 @@ impl FromStr for Pattern {
             _ => {
                 if let Some(k) = s.strip_prefix("adv+") {
                     Ok(Pattern::Adv(positive(k)?))
+                } else if let Some(rest) = s.strip_prefix("hotspots:") {
+                    let (n, p) = match rest.split_once(':') {
+                        Some((n, p)) => (positive(n)?, positive(p)?),
+                        None => (positive(rest)?, DEFAULT_HOTSPOTS_PERCENT),
+                    };
+                    if p > 100 {
+                        return Err(bad());
+                    }
+                    Ok(Pattern::HotSpots {
+                        spots: n,
+                        percent: p,
+                    })
                 } else if let Some(c) = s.strip_prefix("hotspot:") {
                     Ok(Pattern::Hotspot {
                         contributors: positive(c)?,
@@ -124,6 +153,11 @@ impl fmt::Display for Pattern {
                 contributors: DEFAULT_HOTSPOT_CONTRIBUTORS,
             } => f.write_str("hotspot"),
             Pattern::Hotspot { contributors } => write!(f, "hotspot:{contributors}"),
+            Pattern::HotSpots {
+                spots,
+                percent: DEFAULT_HOTSPOTS_PERCENT,
+            } => write!(f, "hotspots:{spots}"),
+            Pattern::HotSpots { spots, percent } => write!(f, "hotspots:{spots}:{percent}"),
         }
     }
 }
@@ -157,6 +191,10 @@ pub struct Destinations {
     sets: Vec<Vec<HostId>>,
     /// Per source host; `None`: it sends nothing.
     of: Vec<Option<Target>>,
+    /// `hotspots`: the share of a contributor's packets to its hot spot, and per source host
+    /// its hot spot (`None` for the hot spots themselves). Empty for the other patterns.
+    hot_share: f64,
+    hot_of: Vec<Option<HostId>>,
 }
 
 fn stream(seed: u64, stream: u64) -> ChaCha8Rng {
@@ -172,7 +210,34 @@ impl Destinations {
             return Err(TrafficError::TooFewHosts { pattern, hosts: n });
         }
         let own = |pos: usize| u32::try_from(pos).ok();
+        let mut hot_share = 0.0;
+        let mut hot_of = Vec::new();
         let (sets, of) = match pattern {
+            Pattern::HotSpots { spots, percent } => {
+                let spots = usize::try_from(spots).unwrap_or(usize::MAX);
+                if spots > n / 2 {
+                    return Err(TrafficError::TooManyHotSpots { pattern, hosts: n });
+                }
+                hot_share = f64::from(percent) / 100.0;
+                let block = n / spots.max(1);
+                hot_of = (0..n)
+                    .map(|h| {
+                        let hot = (h / block).min(spots - 1) * block;
+                        (hot != h).then_some(hot)
+                    })
+                    .collect();
+                (
+                    vec![(0..n).collect()],
+                    (0..n)
+                        .map(|h| {
+                            Some(Target {
+                                set: 0,
+                                own: own(h),
+                            })
+                        })
+                        .collect(),
+                )
+            }
             Pattern::Uniform => (
                 vec![(0..n).collect()],
                 (0..n)
@@ -249,7 +314,26 @@ impl Destinations {
                 (vec![vec![hot], rest], of)
             }
         };
-        Ok(Destinations { pattern, sets, of })
+        Ok(Destinations {
+            pattern,
+            sets,
+            of,
+            hot_share,
+            hot_of,
+        })
+    }
+
+    /// The hot spots of `hotspots:N` in host order (empty for the other patterns).
+    pub fn hot_spots(&self) -> Vec<HostId> {
+        let mut v: Vec<HostId> = self.hot_of.iter().flatten().copied().collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The hot spot `src` sends its share to (`hotspots:N`), if any.
+    pub fn hot_spot_of(&self, src: HostId) -> Option<HostId> {
+        self.hot_of.get(src).copied().flatten()
     }
 
     /// The pattern these distributions define.
@@ -268,10 +352,16 @@ impl Destinations {
             return 0.0;
         };
         let others = set.len() - usize::from(t.own.is_some());
-        if dst == src || others == 0 || set.binary_search(&dst).is_err() {
+        let spread = if dst == src || others == 0 || set.binary_search(&dst).is_err() {
             0.0
         } else {
             1.0 / others as f64
+        };
+        match self.hot_spot_of(src) {
+            Some(hot) => {
+                (1.0 - self.hot_share) * spread + if dst == hot { self.hot_share } else { 0.0 }
+            }
+            None => spread,
         }
     }
 
@@ -285,7 +375,14 @@ impl Destinations {
     /// The simulator's RNG sequence is part of its results: a source inside its set takes one
     /// `u32` draw over the others (`gen_range(0..len - 1)`, its own position skipped), a source
     /// outside one `usize` draw over the set. Keep these draws as they are.
+    ///
+    /// A `hotspots` contributor first takes one `f64` draw: below the share, its hot spot.
     pub fn draw<R: Rng + ?Sized>(&self, src: HostId, rng: &mut R) -> Option<HostId> {
+        if let Some(hot) = self.hot_spot_of(src) {
+            if rng.gen::<f64>() < self.hot_share {
+                return Some(hot);
+            }
+        }
         let (t, set) = self.target(src)?;
         match t.own {
             Some(own) => {
@@ -367,6 +464,20 @@ mod tests {
             ("adv+12", Pattern::Adv(12)),
             ("hotspot", Pattern::Hotspot { contributors: 4 }),
             ("hotspot:7", Pattern::Hotspot { contributors: 7 }),
+            (
+                "hotspots:3",
+                Pattern::HotSpots {
+                    spots: 3,
+                    percent: 5,
+                },
+            ),
+            (
+                "hotspots:9:20",
+                Pattern::HotSpots {
+                    spots: 9,
+                    percent: 20,
+                },
+            ),
         ] {
             assert_eq!(text.parse::<Pattern>(), Ok(p));
             assert_eq!(p.to_string(), text);
@@ -547,6 +658,10 @@ mod tests {
             Pattern::Uniform,
             Pattern::Adv(2),
             Pattern::Hotspot { contributors: 3 },
+            Pattern::HotSpots {
+                spots: 2,
+                percent: 30,
+            },
         ] {
             let d = p.destinations(&f, 4).unwrap();
             for s in 0..d.hosts() {
@@ -571,6 +686,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `hotspots:N:P`: N blocks of consecutive hosts, the first of each its hot spot, which
+    /// gets P % of its block's other hosts' packets on top of the uniform rest.
+    #[test]
+    fn hotspots_cut_the_hosts_into_blocks_with_a_hot_first_host() {
+        let f = fabric("fattree:k=4,n=2"); // 16 hosts
+        let d = "hotspots:3:10".parse::<Pattern>().unwrap();
+        let d = d.destinations(&f, 1).unwrap();
+        // Blocks of 5: 0..5, 5..10, 10..16 (the last takes the remainder).
+        assert_eq!(d.hot_spots(), vec![0, 5, 10]);
+        assert_eq!(d.hot_spot_of(0), None);
+        assert_eq!(d.hot_spot_of(4), Some(0));
+        assert_eq!(d.hot_spot_of(15), Some(10));
+        assert!((d.probability(4, 0) - (0.1 + 0.9 / 15.0)).abs() < 1e-12);
+        assert!((d.probability(4, 5) - 0.9 / 15.0).abs() < 1e-12);
+        assert!((d.probability(0, 4) - 1.0 / 15.0).abs() < 1e-12);
+        for bad in ["hotspots:0", "hotspots:2:0", "hotspots:2:101", "hotspots:x"] {
+            assert!(bad.parse::<Pattern>().is_err(), "{bad}");
+        }
+        let too_many = Pattern::HotSpots {
+            spots: 9,
+            percent: 5,
+        };
+        assert!(too_many.destinations(&f, 1).is_err());
     }
 
     #[test]

@@ -201,6 +201,9 @@ pub struct SimConfig {
     /// Data virtual channels (hop phases). Dragonfly needs 3 (Valiant: l g l g l); the CNM class
     /// is one more, so the default is the seed's 4 classes of service.
     pub data_vcs: usize,
+    /// Lanes (dFtree): the data VCs are split into `lanes` lanes of `data_vcs / lanes` hop
+    /// phases each (VC = lane · phases + phase); hosts keep a queue per lane. 1 by default.
+    pub lanes: usize,
     /// Input buffer per data VC, phits, on local/fat-tree fabric ports.
     pub in_local_phits: u32,
     /// Input buffer per data VC, phits, on global ports.
@@ -246,6 +249,7 @@ impl Default for SimConfig {
             global_latency_ns: 400.0,
             host_latency_ns: 40.0,
             data_vcs: 3,
+            lanes: 1,
             in_local_phits: 32,
             in_global_phits: 256,
             in_host_phits: 32,
@@ -309,6 +313,9 @@ impl SimConfig {
         }
         if self.data_vcs == 0 || self.data_vcs > 8 {
             return bad("data VCs must be 1..=8");
+        }
+        if self.lanes == 0 || self.lanes > 2 || !self.data_vcs.is_multiple_of(self.lanes) {
+            return bad("lanes must be 1 or 2 and divide the data VCs");
         }
         if self.speedup == 0 {
             return bad("speedup must be ≥ 1");

@@ -15,6 +15,7 @@
 
 pub mod arsaa;
 pub mod config;
+pub mod dftree;
 pub mod net;
 pub mod port_stats;
 pub mod run;

@@ -88,13 +88,15 @@ struct Pkt {
     divert: bool,
     /// Transfer (fixed-size flow) the packet belongs to, or NONE.
     flow: u32,
+    /// Lane (0 fast, 1 slow, …): chosen where it leaves its host, kept to the destination.
+    lane: u8,
 }
 
 #[derive(Debug, Clone, Copy)]
 enum Ev {
     Head { gp: u32, v: u8, pkt: u32 },
     Credit { gp: u32, v: u8, len: u16 },
-    HostCredit { host: u32, len: u16 },
+    HostCredit { host: u32, lane: u8, len: u16 },
     Eject { pkt: u32 },
     Gen { host: u32 },
 }
@@ -110,6 +112,8 @@ pub struct Stats {
     pub latencies: Vec<u32>,
     /// Phits delivered inside the window, by source switch.
     pub per_src_switch: Vec<u64>,
+    /// Phits delivered inside the window, by destination host.
+    pub per_dst_host: Vec<u64>,
     /// Phits delivered per time window (whole run).
     pub series_phits: Vec<u64>,
     /// Mean P over every policy port at the end of each time window (QCN-SW modes).
@@ -121,6 +125,22 @@ pub struct Stats {
     pub cnm_to_self: u64,
     pub cnm_delivered: u64,
     pub cnm_dropped: u64,
+}
+
+/// A host's queue of one lane: (generation cycle, destination host), oldest first.
+type HostQueue = VecDeque<(u64, u32, u32)>;
+
+/// One host's link counters at one instant ([`Sim::host_port_counters`]), cumulative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostPortCounters {
+    /// The host's edge switch.
+    pub switch: usize,
+    /// The edge switch port facing the host: cycles its output queue was full on some data VC.
+    pub backlog_cycles: u64,
+    /// The host's own transmitter: XmitWait (link free, a packet queued, no credit).
+    pub host_wait_cycles: u64,
+    /// The host's own transmitter: phits sent.
+    pub host_data_phits: u64,
 }
 
 /// One simulation.
@@ -170,10 +190,19 @@ pub struct Sim {
     sw_load: Vec<u32>,
     sw_pending: Vec<u32>,
     sw_rr: Vec<u32>,
-    // Hosts.
-    /// (generated at, destination host, transfer or NONE).
-    host_q: Vec<VecDeque<(u64, u32, u32)>>,
+    // Hosts: one queue and one credit count per host and lane (`h * lanes + lane`); a queued
+    // packet is (generated at, destination host, transfer or NONE).
+    host_q: Vec<HostQueue>,
     host_credit: Vec<u32>,
+    /// Lanes (`cfg.lanes`) and hop phases per lane: data VC = lane · phases + phase.
+    lanes: usize,
+    phases: usize,
+    /// Per (source switch, destination host), `s * hosts + d`: packets that leave a host of
+    /// `s` for `d` take the slow lane (lane 1) — what the edge switch's dFtree rule does.
+    /// Empty with one lane.
+    slow: Vec<bool>,
+    /// Per host: the lane its injection looks at first (round robin).
+    host_rr: Vec<u8>,
     host_busy: Vec<u64>,
     host_next: Vec<u64>,
     /// Fixed-size transfers ([`Sim::with_transfers`]); `None` in load-driven runs.
@@ -206,6 +235,11 @@ pub struct Sim {
     /// Per host, into its switch: the same two counters for the host's own transmitter.
     host_wait: Vec<u64>,
     host_data: Vec<u64>,
+    /// Per port, out of the switch: cycles in which some data VC of its output queue could not
+    /// take another packet (counted on host-facing ports only). A host port sends at line rate
+    /// and so never XmitWaits; this is the simulator's counterpart of the live backlog time
+    /// (`agent/src/port_stats.rs`) that marks a hot spot's port.
+    backlog: Vec<u64>,
     /// Results so far.
     pub stats: Stats,
 }
@@ -236,9 +270,9 @@ impl Sim {
                 cfg.routing
             )));
         }
-        if df.is_some() && cfg.data_vcs < 3 && cfg.routing != Routing::Minimal {
+        if df.is_some() && cfg.data_vcs / cfg.lanes < 3 && cfg.routing != Routing::Minimal {
             return Err(SpecError::Invalid(
-                "non-minimal Dragonfly routing needs 3 data VCs (l g l g l)".into(),
+                "non-minimal Dragonfly routing needs 3 data VCs per lane (l g l g l)".into(),
             ));
         }
         let routes = Routes::compute(fabric, &Default::default());
@@ -432,6 +466,7 @@ impl Sim {
             xmit_data: counters(ngp),
             host_wait: counters(nh),
             host_data: counters(nh),
+            backlog: counters(ngp),
             nv,
             ndata,
             cnm_vc: ndata,
@@ -473,8 +508,16 @@ impl Sim {
             sw_load: vec![0; nsw],
             sw_pending: vec![0; nsw],
             sw_rr: vec![0; nsw],
-            host_q: vec![VecDeque::new(); nh],
-            host_credit: vec![cfg.in_host_phits; nh],
+            host_q: vec![VecDeque::new(); nh * cfg.lanes],
+            host_credit: vec![cfg.in_host_phits; nh * cfg.lanes],
+            lanes: cfg.lanes,
+            phases: ndata / cfg.lanes,
+            slow: if cfg.lanes > 1 {
+                vec![false; nsw * nh]
+            } else {
+                Vec::new()
+            },
+            host_rr: vec![0; nh],
             host_busy: vec![0; nh],
             host_next: vec![u64::MAX; nh],
             xfers: None,
@@ -491,6 +534,7 @@ impl Sim {
             ns_per_cycle,
             stats: Stats {
                 per_src_switch: vec![0; nsw],
+                per_dst_host: vec![0; nh],
                 series_phits: vec![0; nwin],
                 ..Stats::default()
             },
@@ -722,8 +766,8 @@ impl Sim {
             Ev::Credit { gp, v, len } => {
                 self.credits[gp as usize * self.nv + usize::from(v)] += u32::from(len);
             }
-            Ev::HostCredit { host, len } => {
-                self.host_credit[host as usize] += u32::from(len);
+            Ev::HostCredit { host, lane, len } => {
+                self.host_credit[host as usize * self.lanes + usize::from(lane)] += u32::from(len);
             }
             Ev::Eject { pkt } => {
                 let p = self.pkts[pkt as usize];
@@ -743,6 +787,9 @@ impl Sim {
                         .latencies
                         .push(u32::try_from(self.now - p.gen).unwrap_or(u32::MAX));
                     self.stats.per_src_switch[p.src_sw as usize] += u64::from(p.len);
+                    if let Some(x) = self.stats.per_dst_host.get_mut(p.dst_host as usize) {
+                        *x += u64::from(p.len);
+                    }
                 }
             }
             Ev::Gen { host } if self.xfers.is_some() => self.transfer_release(host),
@@ -752,7 +799,8 @@ impl Sim {
                 if self.now >= next {
                     let dst = self.destination(host);
                     if dst != NONE {
-                        self.host_q[h].push_back((self.now, dst, NONE));
+                        let lane = self.lane_of(self.host_sw[h], dst);
+                        self.host_q[h * self.lanes + lane].push_back((self.now, dst, NONE));
                         self.sw_pending[self.host_sw[h] as usize] += 1;
                     }
                     let gap = self.gap();
@@ -835,11 +883,82 @@ impl Sim {
             decided: true,
             divert: false,
             flow: NONE,
+            lane: 0,
         };
         let id = self.alloc(cnm);
         self.out_q[idx].push_back(id);
         self.out_occ[idx] += self.cnm_len;
         self.sw_load[s as usize] += 1;
+    }
+
+    /// The lane a packet from a host of switch `s` to host `dst` leaves on.
+    fn lane_of(&self, s: u32, dst: u32) -> usize {
+        let i = s as usize * self.host_sw.len() + dst as usize;
+        usize::from(self.slow.get(i).copied().unwrap_or(false))
+    }
+
+    /// Whether packets leaving the hosts of switch `s` for host `dst` take the slow lane.
+    pub fn slow_lane(&self, s: usize, dst: usize) -> bool {
+        self.slow
+            .get(s * self.host_sw.len() + dst)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Puts the packets that leave the hosts of switch `s` for host `dst` on the slow lane
+    /// (`slow`) or back on the fast one, as the edge switch's dFtree rule for `eth_dst = dst`
+    /// does from now on (a no-op with one lane). The packets of those hosts still queued for
+    /// `dst` move to the new lane's queue, in generation order: a packet takes its lane when it
+    /// leaves the host, so nothing queued keeps the old one.
+    pub fn set_slow_lane(&mut self, s: usize, dst: usize, slow: bool) {
+        let nh = self.host_sw.len();
+        let Some(x) = self.slow.get_mut(s * nh + dst) else {
+            return;
+        };
+        if *x == slow {
+            return;
+        }
+        *x = slow;
+        let (from, to) = if slow { (0, 1) } else { (1, 0) };
+        let nl = self.lanes;
+        let hosts = self.sw_hosts.get(s).cloned().unwrap_or_default();
+        for h in hosts {
+            let (fi, ti) = (h as usize * nl + from, h as usize * nl + to);
+            let Some(q) = self.host_q.get_mut(fi) else {
+                continue;
+            };
+            let (moving, staying): (HostQueue, HostQueue) =
+                q.drain(..).partition(|&(_, d, _)| d as usize == dst);
+            *q = staying;
+            if moving.is_empty() {
+                continue;
+            }
+            if let Some(t) = self.host_q.get_mut(ti) {
+                let mut merged: Vec<(u64, u32, u32)> = t.drain(..).chain(moving).collect();
+                merged.sort_by_key(|&(gen, _, _)| gen);
+                *t = merged.into();
+            }
+        }
+    }
+
+    /// Per host, in host order: the counters the dFtree detection reads (empty unless
+    /// `cfg.port_stats_interval` is set), cumulative from cycle 0.
+    pub fn host_port_counters(&self) -> Vec<HostPortCounters> {
+        if !self.counting {
+            return Vec::new();
+        }
+        let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+        (0..self.host_sw.len())
+            .map(|h| {
+                let gp = self.host_gp.get(h).copied().unwrap_or(NONE) as usize;
+                HostPortCounters {
+                    switch: self.host_sw.get(h).copied().unwrap_or(NONE) as usize,
+                    backlog_cycles: at(&self.backlog, gp),
+                    host_wait_cycles: at(&self.host_wait, h),
+                    host_data_phits: at(&self.host_data, h),
+                }
+            })
+            .collect()
     }
 
     fn now_ns(&self) -> u64 {
@@ -1067,10 +1186,17 @@ impl Sim {
         // (a) Output links.
         for gp in b..e {
             let g = gp as usize;
+            let host = self.gp_host[g] != NONE;
+            if self.counting && host {
+                let full = (0..self.ndata)
+                    .any(|v| self.out_occ[g * nv + v] + self.len > self.cfg.out_phits);
+                if full {
+                    self.backlog[g] += 1;
+                }
+            }
             if self.link_busy[g] > now {
                 continue;
             }
-            let host = self.gp_host[g] != NONE;
             let mut chosen = None;
             let cq = g * nv + self.cnm_vc;
             if let Some(&id) = self.out_q[cq].front() {
@@ -1155,12 +1281,17 @@ impl Sim {
             if self.in_busy[g] > now {
                 continue;
             }
-            // CNM class first, then data VCs from the highest hop phase down.
+            // CNM class first, then data VCs from the highest hop phase down; with several lanes,
+            // the lanes of one phase in an order that rotates every cycle.
+            let lane_rr = (now % self.lanes as u64) as usize;
             for vi in 0..nv {
                 let v = if vi == 0 {
                     self.cnm_vc
                 } else {
-                    self.ndata - vi
+                    let j = vi - 1;
+                    let phase = self.phases - 1 - j / self.lanes;
+                    let lane = (j % self.lanes + lane_rr) % self.lanes;
+                    lane * self.phases + phase
                 };
                 let q = g * nv + v;
                 let Some(&id) = self.in_q[q].front() else {
@@ -1193,7 +1324,8 @@ impl Sim {
                 let ov = if p.cnm {
                     self.cnm_vc
                 } else {
-                    usize::from(self.pkts[id as usize].ghops).min(self.ndata - 1)
+                    let q = &self.pkts[id as usize];
+                    usize::from(q.lane) * self.phases + usize::from(q.ghops).min(self.phases - 1)
                 };
                 let o = out as usize;
                 let cap = if p.cnm {
@@ -1222,7 +1354,15 @@ impl Sim {
                 let host = self.gp_host[g];
                 let l16 = u16::try_from(len).unwrap_or(u16::MAX);
                 if host != NONE {
-                    self.schedule(xfer + lat, Ev::HostCredit { host, len: l16 });
+                    let lane = u8::try_from(v / self.phases).unwrap_or(0);
+                    self.schedule(
+                        xfer + lat,
+                        Ev::HostCredit {
+                            host,
+                            lane,
+                            len: l16,
+                        },
+                    );
                 } else {
                     let up = self.gp_peer[g];
                     let vv = u8::try_from(v).unwrap_or(0);
@@ -1269,13 +1409,30 @@ impl Sim {
                 if self.host_busy[h] > now {
                     continue;
                 }
-                if self.host_credit[h] < self.len {
-                    if self.counting && !self.host_q[h].is_empty() {
+                // The first lane, from the round-robin start, with a packet and its credits.
+                let nl = self.lanes;
+                let start = usize::from(self.host_rr[h]);
+                let mut queued = false;
+                let mut pick = None;
+                for k in 0..nl {
+                    let lane = (start + k) % nl;
+                    if self.host_q[h * nl + lane].is_empty() {
+                        continue;
+                    }
+                    queued = true;
+                    if self.host_credit[h * nl + lane] >= self.len {
+                        pick = Some(lane);
+                        break;
+                    }
+                }
+                let Some(lane) = pick else {
+                    if self.counting && queued {
                         self.host_wait[h] += 1;
                     }
                     continue;
-                }
-                let Some((gen, dst, flow)) = self.host_q[h].pop_front() else {
+                };
+                self.host_rr[h] = u8::try_from((lane + 1) % nl).unwrap_or(0);
+                let Some((gen, dst, flow)) = self.host_q[h * nl + lane].pop_front() else {
                     continue;
                 };
                 self.sw_pending[s as usize] -= 1;
@@ -1297,6 +1454,7 @@ impl Sim {
                     decided: false,
                     divert: false,
                     flow,
+                    lane: u8::try_from(lane).unwrap_or(0),
                 };
                 if flow != NONE {
                     self.transfer_injected(flow);
@@ -1306,10 +1464,11 @@ impl Sim {
                     self.host_data[h] += u64::from(self.len);
                 }
                 self.host_busy[h] = now + u64::from(self.len);
-                self.host_credit[h] -= self.len;
+                self.host_credit[h * nl + lane] -= self.len;
                 let gp = self.host_gp[h];
                 let lat = self.gp_lat[gp as usize];
-                self.schedule(lat, Ev::Head { gp, v: 0, pkt: id });
+                let v = u8::try_from(lane * self.phases).unwrap_or(0);
+                self.schedule(lat, Ev::Head { gp, v, pkt: id });
             }
         }
     }
@@ -1459,10 +1618,10 @@ mod tests {
                         }
                     }
                     for (h, stalls) in direct_host.iter_mut().enumerate() {
-                        if sim.host_busy[h] <= now
-                            && !sim.host_q[h].is_empty()
-                            && sim.host_credit[h] < len
-                        {
+                        let nl = sim.lanes;
+                        let blocked = (h * nl..(h + 1) * nl)
+                            .any(|i| !sim.host_q[i].is_empty() && sim.host_credit[i] < len);
+                        if sim.host_busy[h] <= now && blocked {
                             *stalls += 1;
                         }
                     }

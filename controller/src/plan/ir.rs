@@ -64,6 +64,8 @@ pub enum Field {
     EthDst,
     VlanVid,
     VlanPcp,
+    /// IPv4 DSCP (6 bits; OpenFlow's prerequisite: `eth_type = 0x0800`).
+    IpDscp,
     ArpOp,
     ArpSpa,
     ArpTpa,
@@ -80,6 +82,7 @@ impl Field {
             Field::EthSrc | Field::EthDst | Field::ArpSha | Field::ArpTha => 48,
             Field::VlanVid => 12,
             Field::VlanPcp => 3,
+            Field::IpDscp => 6,
             Field::ArpOp => 16,
             Field::ArpSpa | Field::ArpTpa | Field::Reg(_) => 32,
         }

@@ -11,6 +11,7 @@
 pub mod dragonfly;
 pub mod fattree;
 pub mod file;
+pub mod leafspine;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -182,6 +183,11 @@ pub enum FabricKind {
         #[serde(skip_serializing_if = "is_zero")]
         w: u32,
     },
+    LeafSpine {
+        leaves: u32,
+        spines: u32,
+        hosts: u32,
+    },
     File,
 }
 
@@ -192,7 +198,7 @@ fn is_zero(v: &u32) -> bool {
 /// Errors describing a fabric: each names the offending item.
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
-    #[error("invalid topology spec {spec:?}: {reason}; expected dragonfly:p=P,a=A,h=H, fattree:k=K,n=N[,w=W] or file:PATH")]
+    #[error("invalid topology spec {spec:?}: {reason}; expected dragonfly:p=P,a=A,h=H, fattree:k=K,n=N[,w=W], leafspine:l=L,s=S,p=P or file:PATH")]
     Spec { spec: String, reason: String },
     #[error("{topology} parameter {name}={value} out of range: {reason}")]
     ParamOutOfRange {
@@ -707,8 +713,22 @@ impl FabricBuilder {
 /// not printed, for the plain tree).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TopologySpec {
-    Dragonfly { p: u32, a: u32, h: u32 },
-    FatTree { k: u32, n: u32, w: u32 },
+    Dragonfly {
+        p: u32,
+        a: u32,
+        h: u32,
+    },
+    FatTree {
+        k: u32,
+        n: u32,
+        w: u32,
+    },
+    /// `leafspine:l=L,s=S,p=P` ([`leafspine`]).
+    LeafSpine {
+        l: u32,
+        s: u32,
+        p: u32,
+    },
     File(PathBuf),
 }
 
@@ -718,6 +738,7 @@ impl TopologySpec {
         match self {
             TopologySpec::Dragonfly { p, a, h } => dragonfly::build(*p, *a, *h),
             TopologySpec::FatTree { k, n, w } => fattree::build_extended(*k, *n, *w),
+            TopologySpec::LeafSpine { l, s, p } => leafspine::build(*l, *s, *p),
             TopologySpec::File(path) => file::load(path),
         }
     }
@@ -729,6 +750,7 @@ impl fmt::Display for TopologySpec {
             TopologySpec::Dragonfly { p, a, h } => write!(f, "dragonfly:p={p},a={a},h={h}"),
             TopologySpec::FatTree { k, n, w: 0 } => write!(f, "fattree:k={k},n={n}"),
             TopologySpec::FatTree { k, n, w } => write!(f, "fattree:k={k},n={n},w={w}"),
+            TopologySpec::LeafSpine { l, s, p } => write!(f, "leafspine:l={l},s={s},p={p}"),
             TopologySpec::File(path) => write!(f, "file:{}", path.display()),
         }
     }
@@ -751,6 +773,7 @@ impl FromStr for TopologySpec {
         let names: &[&str] = match kind {
             "dragonfly" => &["p", "a", "h"],
             "fattree" => &["k", "n", "w"],
+            "leafspine" => &["l", "s", "p"],
             _ => return Err(bad(&format!("unknown topology kind {kind:?}"))),
         };
         let mut values: BTreeMap<&str, u32> = BTreeMap::new();
@@ -782,6 +805,11 @@ impl FromStr for TopologySpec {
                 a: get("a")?,
                 h: get("h")?,
             }),
+            "leafspine" => Ok(TopologySpec::LeafSpine {
+                l: get("l")?,
+                s: get("s")?,
+                p: get("p")?,
+            }),
             _ => Ok(TopologySpec::FatTree {
                 k: get("k")?,
                 n: get("n")?,
@@ -801,6 +829,7 @@ mod tests {
             "dragonfly:p=2,a=4,h=2",
             "fattree:k=4,n=3",
             "fattree:k=4,n=3,w=2",
+            "leafspine:l=36,s=18,p=18",
             "file:/tmp/x.yaml",
         ] {
             let spec: TopologySpec = s.parse().unwrap();

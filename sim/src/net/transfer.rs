@@ -188,7 +188,8 @@ impl Sim {
             return;
         };
         let mut released = 0u32;
-        let q = self.host_q.get_mut(h);
+        // Transfers use the fast lane (lane 0).
+        let q = self.host_q.get_mut(h * self.lanes);
         let mut q = q;
         while let Some(&(at, f)) = list.get(*cur) {
             if at > now {
