@@ -104,6 +104,8 @@ pub fn export(fabric: &Fabric, addressing: &Addressing) -> Result<TopologyExport
         kind: match fabric.kind() {
             FabricKind::Dragonfly { .. } => "dragonfly",
             FabricKind::FatTree { .. } => "fattree",
+            FabricKind::Torus { .. } => "torus",
+            FabricKind::Mesh { .. } => "mesh",
             FabricKind::File => "file",
         },
         switches,

@@ -96,7 +96,9 @@ fn theory(spec: &str, f: &Fabric, s: HostId, d: HostId) -> usize {
     match spec.parse::<TopologySpec>().unwrap() {
         TopologySpec::Dragonfly { p, a, h } => dragonfly_hops(p, a, h, f, s, d),
         TopologySpec::FatTree { k, n } => fattree_hops(k, n, f, s, d),
-        TopologySpec::File(_) => unreachable!(),
+        TopologySpec::File(_) | TopologySpec::Torus { .. } | TopologySpec::Mesh { .. } => {
+            unreachable!()
+        }
     }
 }
 

@@ -6,8 +6,9 @@
 //! a connected switch graph. Errors name the offending item.
 //!
 //! Spec spelling shared by every tool ([`TopologySpec`]): `dragonfly:p=2,a=4,h=2`,
-//! `fattree:k=4,n=3`, `file:PATH`.
+//! `fattree:k=4,n=3`, `torus:k=4,n=2,p=1`, `mesh:k=4,n=2,p=2`, `file:PATH`.
 
+pub mod cube;
 pub mod dragonfly;
 pub mod fattree;
 pub mod file;
@@ -167,15 +168,34 @@ impl Link {
 /// Which generator built the fabric; routing uses the structure when it knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum FabricKind {
-    Dragonfly { p: u32, a: u32, h: u32 },
-    FatTree { k: u32, n: u32 },
+    Dragonfly {
+        p: u32,
+        a: u32,
+        h: u32,
+    },
+    FatTree {
+        k: u32,
+        n: u32,
+    },
+    /// k-ary n-cube with wrap-around links, p hosts per switch ([`cube`]).
+    Torus {
+        k: u32,
+        n: u32,
+        p: u32,
+    },
+    /// k-ary n-cube without wrap-around links ([`cube`]).
+    Mesh {
+        k: u32,
+        n: u32,
+        p: u32,
+    },
     File,
 }
 
 /// Errors describing a fabric: each names the offending item.
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
-    #[error("invalid topology spec {spec:?}: {reason}; expected dragonfly:p=P,a=A,h=H, fattree:k=K,n=N or file:PATH")]
+    #[error("invalid topology spec {spec:?}: {reason}; expected dragonfly:p=P,a=A,h=H, fattree:k=K,n=N, torus:k=K,n=N[,p=P], mesh:k=K,n=N[,p=P] or file:PATH")]
     Spec { spec: String, reason: String },
     #[error("{topology} parameter {name}={value} out of range: {reason}")]
     ParamOutOfRange {
@@ -689,8 +709,27 @@ impl FabricBuilder {
 /// `fattree:k=4,n=3`, `file:PATH`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TopologySpec {
-    Dragonfly { p: u32, a: u32, h: u32 },
-    FatTree { k: u32, n: u32 },
+    Dragonfly {
+        p: u32,
+        a: u32,
+        h: u32,
+    },
+    FatTree {
+        k: u32,
+        n: u32,
+    },
+    /// `torus:k=K,n=N,p=P` (p optional, default 1).
+    Torus {
+        k: u32,
+        n: u32,
+        p: u32,
+    },
+    /// `mesh:k=K,n=N,p=P` (p optional, default 1).
+    Mesh {
+        k: u32,
+        n: u32,
+        p: u32,
+    },
     File(PathBuf),
 }
 
@@ -700,6 +739,8 @@ impl TopologySpec {
         match self {
             TopologySpec::Dragonfly { p, a, h } => dragonfly::build(*p, *a, *h),
             TopologySpec::FatTree { k, n } => fattree::build(*k, *n),
+            TopologySpec::Torus { k, n, p } => cube::build(*k, *n, *p, true),
+            TopologySpec::Mesh { k, n, p } => cube::build(*k, *n, *p, false),
             TopologySpec::File(path) => file::load(path),
         }
     }
@@ -710,6 +751,8 @@ impl fmt::Display for TopologySpec {
         match self {
             TopologySpec::Dragonfly { p, a, h } => write!(f, "dragonfly:p={p},a={a},h={h}"),
             TopologySpec::FatTree { k, n } => write!(f, "fattree:k={k},n={n}"),
+            TopologySpec::Torus { k, n, p } => write!(f, "torus:k={k},n={n},p={p}"),
+            TopologySpec::Mesh { k, n, p } => write!(f, "mesh:k={k},n={n},p={p}"),
             TopologySpec::File(path) => write!(f, "file:{}", path.display()),
         }
     }
@@ -732,6 +775,7 @@ impl FromStr for TopologySpec {
         let names: &[&str] = match kind {
             "dragonfly" => &["p", "a", "h"],
             "fattree" => &["k", "n"],
+            "torus" | "mesh" => &["k", "n", "p"],
             _ => return Err(bad(&format!("unknown topology kind {kind:?}"))),
         };
         let mut values: BTreeMap<&str, u32> = BTreeMap::new();
@@ -758,6 +802,14 @@ impl FromStr for TopologySpec {
                 .ok_or_else(|| bad(&format!("missing {n}")))
         };
         match kind {
+            "torus" | "mesh" => {
+                let (k, n, p) = (get("k")?, get("n")?, values.get("p").copied().unwrap_or(1));
+                Ok(if kind == "torus" {
+                    TopologySpec::Torus { k, n, p }
+                } else {
+                    TopologySpec::Mesh { k, n, p }
+                })
+            }
             "dragonfly" => Ok(TopologySpec::Dragonfly {
                 p: get("p")?,
                 a: get("a")?,
@@ -780,6 +832,8 @@ mod tests {
         for s in [
             "dragonfly:p=2,a=4,h=2",
             "fattree:k=4,n=3",
+            "torus:k=4,n=2,p=1",
+            "mesh:k=4,n=2,p=2",
             "file:/tmp/x.yaml",
         ] {
             let spec: TopologySpec = s.parse().unwrap();
@@ -787,6 +841,8 @@ mod tests {
         }
         let spec: TopologySpec = "dragonfly:h=1,a=2,p=1".parse().unwrap();
         assert_eq!(spec, TopologySpec::Dragonfly { p: 1, a: 2, h: 1 });
+        let spec: TopologySpec = "torus:k=8,n=2".parse().unwrap();
+        assert_eq!(spec, TopologySpec::Torus { k: 8, n: 2, p: 1 });
         for bad in [
             "dragonfly",
             "dragonfly:p=2,a=4",
@@ -794,6 +850,8 @@ mod tests {
             "dragonfly:p=2,a=4,h=2,q=1",
             "dragonfly:p=2,p=2,a=4,h=2",
             "torus:k=2",
+            "torus:n=2",
+            "mesh:k=4,n=2,q=1",
             "file:",
             "fattree:k=4;n=3",
         ] {
