@@ -129,3 +129,75 @@ fn torus_needs_dateline_channels_and_they_suffice() {
     }
     assert_eq!(cdg.find_cycle(), None);
 }
+
+/// Multipath plans: every pair, every path bucket, delivered untagged without loops over exactly
+/// the planned path; path 0 is the untagged minimal route.
+#[test]
+fn path_tagged_rules_deliver_every_pair_on_every_path() {
+    use fabricflow_controller::plan::paths::{Multipath, PathPlan};
+    use fabricflow_controller::plan::{Action, PATH_GROUP_BASE};
+    for spec in [
+        "torus:k=4,n=2,p=1",
+        "mesh:k=4,n=2,p=2",
+        "dragonfly:p=1,a=2,h=2",
+        "fattree:k=2,n=3",
+    ] {
+        let f = fabric(spec);
+        let none = BTreeSet::new();
+        let opts = PlanOptions {
+            multipath: Some(Multipath::default()),
+            ..Default::default()
+        };
+        let plan = Plan::build(&f, &opts).unwrap();
+        let pp: PathPlan = Plan::path_plan(&f, &opts).unwrap().unwrap();
+        let w = Walker::new(&f, &plan, &none);
+        let mut alternatives = 0;
+        for (s, hs) in f.hosts().iter().enumerate() {
+            for (d, hd) in f.hosts().iter().enumerate() {
+                if hs.switch == hd.switch {
+                    continue;
+                }
+                let sp = &plan.switches[hs.switch];
+                let group = sp
+                    .groups
+                    .iter()
+                    .find(|g| g.id == PATH_GROUP_BASE + d as u32);
+                let paths = pp.paths(hs.switch, hd.switch);
+                let Some(group) = group else {
+                    assert!(paths.len() <= 1, "{spec}: {s}->{d} has paths but no group");
+                    continue;
+                };
+                // One bucket per path plus the padding bucket; only path 0 weighted at first.
+                assert_eq!(group.buckets.len(), paths.len() + 1, "{spec}");
+                assert!(group.buckets[1..paths.len()].iter().all(|b| b.weight == 0));
+                for (i, path) in paths.iter().enumerate() {
+                    let traces = w.walk_pair(s, d, SelectMode::Bucket(i)).unwrap();
+                    assert_eq!(traces.len(), 1, "{spec} {s}->{d} path {i}");
+                    let t = &traces[0];
+                    assert_eq!(t.end, End::Delivered(d), "{spec} {s}->{d} path {i}: {t:?}");
+                    assert_eq!(t.packet.eth_dst, hd.location.mac(), "{spec}: tag left");
+                    let walked: Vec<(usize, u32)> = t.hops[..t.hops.len() - 1]
+                        .iter()
+                        .map(|h| (h.switch, h.out_port))
+                        .collect();
+                    assert_eq!(&walked, path, "{spec} {s}->{d} path {i}");
+                    alternatives += usize::from(i > 0);
+                }
+                // The tag is written only on alternatives.
+                let writes = |b: &fabricflow_controller::plan::Bucket| {
+                    b.actions
+                        .iter()
+                        .any(|a| matches!(a, Action::SetField { .. }))
+                };
+                assert!(!writes(&group.buckets[0]));
+                assert!(group.buckets[1..paths.len()].iter().all(writes));
+            }
+        }
+        assert!(alternatives > 0, "{spec}: no alternative walked");
+        // No decision points in a multipath plan.
+        assert!(plan
+            .switches
+            .iter()
+            .all(|sp| sp.groups.iter().all(|g| g.id >= PATH_GROUP_BASE)));
+    }
+}
