@@ -217,6 +217,11 @@ impl Drb {
         self.quiet_ns
     }
 
+    /// Changes the quiet period (a port's link became known).
+    pub fn set_quiet_ns(&mut self, quiet_ns: u64) {
+        self.quiet_ns = quiet_ns.max(1);
+    }
+
     /// Declares the pairs the plan serves and how many paths each has (1 + alternatives); a
     /// pair whose path count is unchanged keeps its state, others start over (one path open),
     /// pairs not listed are forgotten.

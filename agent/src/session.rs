@@ -883,12 +883,16 @@ impl Session {
         }
         let mut answered = Vec::new();
         while let Some(TimedWrite { write: w, cnm_ns }) = self.core.poll_timed_write() {
-            let Some(buckets) = self
-                .core
-                .plan()
-                .and_then(|p| p.groups.get(&w.group_id))
-                .map(|g| g.with_weights(&w.weights))
-            else {
+            let Some(buckets) = self.core.plan().and_then(|p| {
+                p.groups
+                    .get(&w.group_id)
+                    .map(|g| g.with_weights(&w.weights))
+                    .or_else(|| {
+                        p.path_groups
+                            .get(&w.group_id)
+                            .map(|g| g.with_weights(&w.weights))
+                    })
+            }) else {
                 continue;
             };
             self.counters.group_mods_sent += 1;
