@@ -20,6 +20,9 @@
 //!   except the hot host (which only receives) targets the *rest*: all hosts but the hot one and
 //!   the contributors. So C sources converge on one host link while the rest is uniform among
 //!   themselves and never adds to the hot spot.
+//! - `shuffle`: the perfect shuffle: host i (of n) sends to host 2i mod (n − 1), and host n − 1
+//!   to itself; for n = 2^b that is the 1-bit left rotation of i's b bits. Hosts that map to
+//!   themselves (0 and n − 1) send nothing.
 //!
 //! # Two realisations of the one definition
 //!
@@ -65,13 +68,15 @@ pub enum Pattern {
     Adv(u32),
     /// `hotspot[:C]`.
     Hotspot { contributors: u32 },
+    /// `shuffle`.
+    Shuffle,
 }
 
 /// Why a pattern cannot be parsed or laid on a fabric.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TrafficError {
     #[error(
-        "unknown traffic pattern {0:?}; expected uniform, adv+K (K ≥ 1) or hotspot[:C] (C ≥ 1)"
+        "unknown traffic pattern {0:?}; expected uniform, adv+K (K ≥ 1), hotspot[:C] (C ≥ 1) or shuffle"
     )]
     Parse(String),
     #[error("{pattern}: the fabric has {hosts} host(s); every pattern needs at least 2")]
@@ -97,6 +102,7 @@ impl FromStr for Pattern {
         };
         match s {
             "uniform" => Ok(Pattern::Uniform),
+            "shuffle" => Ok(Pattern::Shuffle),
             "hotspot" => Ok(Pattern::Hotspot {
                 contributors: DEFAULT_HOTSPOT_CONTRIBUTORS,
             }),
@@ -119,6 +125,7 @@ impl fmt::Display for Pattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Pattern::Uniform => f.write_str("uniform"),
+            Pattern::Shuffle => f.write_str("shuffle"),
             Pattern::Adv(k) => write!(f, "adv+{k}"),
             Pattern::Hotspot {
                 contributors: DEFAULT_HOTSPOT_CONTRIBUTORS,
@@ -184,6 +191,14 @@ impl Destinations {
                     })
                     .collect(),
             ),
+            Pattern::Shuffle => {
+                let dst = |i: usize| if i + 1 == n { i } else { (2 * i) % (n - 1) };
+                let sets: Vec<Vec<HostId>> = (0..n).map(|i| vec![dst(i)]).collect();
+                let of = (0..n)
+                    .map(|i| (dst(i) != i).then_some(Target { set: i, own: None }))
+                    .collect();
+                (sets, of)
+            }
             Pattern::Adv(k) => {
                 let mut groups: BTreeMap<u16, Vec<HostId>> = BTreeMap::new();
                 for (h, host) in fabric.hosts().iter().enumerate() {
@@ -367,6 +382,7 @@ mod tests {
             ("adv+12", Pattern::Adv(12)),
             ("hotspot", Pattern::Hotspot { contributors: 4 }),
             ("hotspot:7", Pattern::Hotspot { contributors: 7 }),
+            ("shuffle", Pattern::Shuffle),
         ] {
             assert_eq!(text.parse::<Pattern>(), Ok(p));
             assert_eq!(p.to_string(), text);
@@ -401,6 +417,25 @@ mod tests {
             assert_eq!(e, TrafficError::Parse(bad.to_owned()));
             assert!(e.to_string().contains("expected uniform"), "{e}");
         }
+    }
+
+    #[test]
+    fn shuffle_is_the_one_bit_left_rotation() {
+        let f = fabric("torus:k=8,n=2,p=1");
+        let d = Pattern::Shuffle.destinations(&f, 1).unwrap();
+        let mut rng = stream(7, 0);
+        for i in 0..64usize {
+            let rot = ((i << 1) | (i >> 5)) & 63;
+            if rot == i {
+                assert_eq!(d.draw(i, &mut rng), None, "{i}");
+            } else {
+                assert_eq!(d.draw(i, &mut rng), Some(rot), "{i}");
+                assert_eq!(d.probability(i, rot), 1.0);
+            }
+        }
+        let flows = Pattern::Shuffle.flows(&f, 3).unwrap();
+        assert_eq!(flows.len(), 62);
+        assert!(flows.iter().all(|&(s, t)| t == ((s << 1) | (s >> 5)) & 63));
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub enum SpecError {
     #[error("unknown routing mode {0:?}; expected minimal, valiant, ugal-l, pause, qcnsw-base, qcnsw-sp, qcnsw-fc or qcnsw-combined")]
     Routing(String),
     #[error(
-        "invalid traffic {0:?}; expected uniform, adv+K, hotspot[:C] or PATTERN->PATTERN@CYCLE"
+        "invalid traffic {0:?}; expected uniform, adv+K, hotspot[:C], shuffle or PATTERN->PATTERN@CYCLE"
     )]
     Traffic(String),
     #[error("invalid configuration: {0}")]
