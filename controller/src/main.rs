@@ -268,6 +268,12 @@ fn plan_source(cfg: &Config) -> anyhow::Result<Arc<dyn PlanSource>> {
         agent_controller_id: cfg.agent_controller_id,
         addressing: Addressing::new(cfg.ipv4_base)?,
         lossless: cfg.lossless_vlan.map(|vlan_vid| Lossless { vlan_vid }),
+        multipath: cfg.multipath_alternatives.map(|alternatives| {
+            fabricflow_controller::plan::paths::Multipath {
+                alternatives,
+                ..Default::default()
+            }
+        }),
         ..Default::default()
     };
     Ok(Arc::new(

@@ -236,6 +236,8 @@ pub struct SimConfig {
     /// Read every port's XmitWait/XmitData counters every this many cycles of the measurement
     /// window (`port-stats.csv`); `None` does not count at all.
     pub port_stats_interval: Option<u64>,
+    /// DRB: the controller's multipath plan (alternatives, stretch, rule cap).
+    pub multipath: fabricflow_controller::plan::paths::Multipath,
 }
 
 impl Default for SimConfig {
@@ -272,6 +274,7 @@ impl Default for SimConfig {
             weights: WeightsConfig::default(),
             window_cycles: 200,
             port_stats_interval: None,
+            multipath: fabricflow_controller::plan::paths::Multipath::default(),
         }
     }
 }

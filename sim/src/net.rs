@@ -45,7 +45,7 @@ use fabricflow_agent::link::{PortLink, PortLinks};
 use fabricflow_agent::plan::{LearnedPlan, PlanConventions};
 use fabricflow_agent::policy::{Policy, PolicyKind};
 use fabricflow_agent::switch_core::{CnmRoute, CongestionSample, Culprit, SwitchCore};
-use fabricflow_controller::plan::paths::{tagged_mac, Multipath};
+use fabricflow_controller::plan::paths::tagged_mac;
 use fabricflow_controller::planner::desired_state;
 use fabricflow_controller::topology::cube::Cube;
 use fabricflow_controller::topology::dragonfly::Dragonfly;
@@ -273,10 +273,11 @@ impl Sim {
             }
             _ => None,
         };
+        let fattree = matches!(fabric.kind(), FabricKind::FatTree { .. });
         let anywhere = matches!(
             cfg.routing,
             Routing::Minimal | Routing::Drb | Routing::IbaCc
-        );
+        ) || (fattree && matches!(cfg.routing, Routing::QcnSw(_)));
         if df.is_none() && !anywhere {
             return Err(SpecError::Invalid(format!(
                 "routing {} needs a Dragonfly",
@@ -447,7 +448,7 @@ impl Sim {
         let mut src_tag = vec![0u8; nsw];
         if cfg.routing == Routing::Drb {
             let opts = PlanOptions {
-                multipath: Some(Multipath::default()),
+                multipath: Some(cfg.multipath),
                 ..Default::default()
             };
             let pp = fabricflow_controller::Plan::path_plan(fabric, &opts)
@@ -496,7 +497,7 @@ impl Sim {
             let mut opts = PlanOptions::default();
             if cfg.routing == Routing::Drb {
                 pcfg.kind = PolicyKind::Drb;
-                opts.multipath = Some(Multipath::default());
+                opts.multipath = Some(cfg.multipath);
             }
             cores = learned_cores(
                 fabric,
@@ -1098,6 +1099,25 @@ impl Sim {
             return self.minimal_gp(s, p.dst_sw, id);
         }
         let inter = self.sw_group[s as usize] != self.sw_group[p.dst_sw as usize];
+        if let (Routing::QcnSw(_), None, true, false, true) =
+            (self.cfg.routing, self.df, at_source, p.decided, inter)
+        {
+            // A fat-tree's decision points choose among the up ports (all minimal).
+            let slot: u8 = self.rng.gen();
+            let dst = self.host_mac[p.dst_host as usize];
+            let forced = self.cores[s as usize]
+                .select(dst, slot)
+                .map_or(NONE, |pno| self.gp_of(s, pno));
+            let q = &mut self.pkts[id as usize];
+            q.forced = forced;
+            q.decided = true;
+        }
+        if self.df.is_none() && p.hops == 0 && s == p.src_sw {
+            let f = self.pkts[id as usize].forced;
+            if f != NONE {
+                return f;
+            }
+        }
         if at_source && !p.decided && !inter && self.cfg.routing == Routing::Valiant {
             // Valiant also sends intra-group traffic through another group.
             let g = self.sw_group[s as usize];

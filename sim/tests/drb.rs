@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)]
 
+use fabricflow_controller::plan::paths::Multipath;
 use fabricflow_controller::traffic::Pattern;
 use fabricflow_controller::TopologySpec;
 use fabricflow_sim::config::{Routing, SimConfig, Traffic};
@@ -21,6 +22,10 @@ fn run(routing: Routing, pattern: Pattern, load: f64) -> LoadResult {
         seed: 3,
         data_vcs: 8,
         port_stats_interval: Some(5_000),
+        multipath: Multipath {
+            max_stretch: 0,
+            ..Multipath::default()
+        },
         ..SimConfig::default()
     };
     run_one(&cfg).unwrap_or_else(|e| panic!("{routing}: {e}"))

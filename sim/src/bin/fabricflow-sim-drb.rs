@@ -12,6 +12,7 @@ use std::sync::Mutex;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
+use fabricflow_controller::plan::paths::Multipath;
 use fabricflow_controller::traffic::Pattern;
 use fabricflow_controller::TopologySpec;
 use fabricflow_sim::config::{Routing, SimConfig, Traffic};
@@ -42,6 +43,20 @@ struct Cli {
     threads: usize,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// DRB on tori and meshes: how many links longer than minimal an alternative path may be
+    /// (0: minimal-length disjoint paths only; measured best, sim/RESULTS.md §g).
+    #[arg(long, default_value_t = 0)]
+    stretch: u16,
+    /// DRB on the Dragonfly and the fat-tree: the same (a Dragonfly has one minimal route per
+    /// pair, so its alternatives are all longer).
+    #[arg(long, default_value_t = Multipath::default().max_stretch)]
+    stretch_other: u16,
+    /// DRB: alternative paths per pair (0..=4).
+    #[arg(long, default_value_t = Multipath::default().alternatives)]
+    alternatives: u8,
+    /// Only the torus and the mesh.
+    #[arg(long)]
+    cubes_only: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -52,7 +67,7 @@ struct Job {
     load: f64,
 }
 
-fn jobs(scale: Scale) -> Vec<Job> {
+fn jobs(scale: Scale, cubes_only: bool) -> Vec<Job> {
     let shuffle_loads = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0];
     let mut out = Vec::new();
     let cubes: &[&str] = match scale {
@@ -78,7 +93,7 @@ fn jobs(scale: Scale) -> Vec<Job> {
             });
         }
     }
-    if scale == Scale::Seed {
+    if scale == Scale::Seed && !cubes_only {
         let qcn = Routing::QcnSw(fabricflow_agent::policy::Variant::Combined);
         for (topology, traffics) in [
             ("dragonfly:p=2,a=4,h=2", ["uniform", "adv+1", "shuffle"]),
@@ -114,7 +129,7 @@ fn main() -> ExitCode {
 fn real_main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     std::fs::create_dir_all(&cli.out).with_context(|| format!("{}", cli.out.display()))?;
-    let all = jobs(cli.scale);
+    let all = jobs(cli.scale, cli.cubes_only);
     let next = Mutex::new(0usize);
     let rows: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
     let failed: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -176,11 +191,20 @@ fn run(cli: &Cli, job: &Job) -> anyhow::Result<String> {
         // simulator); every mode gets the same.
         data_vcs: 8,
         port_stats_interval: Some(cli.measure),
+        multipath: Multipath {
+            alternatives: cli.alternatives,
+            max_stretch: if job.topology.starts_with("torus") || job.topology.starts_with("mesh") {
+                cli.stretch
+            } else {
+                cli.stretch_other
+            },
+            ..Multipath::default()
+        },
         ..SimConfig::default()
     };
     let r = run_one(&cfg).map_err(|e| anyhow::anyhow!("{} {}: {e}", job.topology, job.mode))?;
     Ok(format!(
-        "{},{},{},{},{:.4},{:.1},{:.4}",
+        "\"{}\",{},{},{},{:.4},{:.1},{:.4}",
         job.topology,
         job.traffic,
         job.mode,
