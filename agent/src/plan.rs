@@ -256,7 +256,7 @@ impl LearnedPlan {
             plan.controller_flows += 1;
             plan.frozen |= is_freeze_marker(f);
             let actions = flow_actions(f);
-            if f.table_id == conv.transit_table && exact_eth_dst(f).is_none() {
+            if f.table_id == conv.transit_table && !matches_one_host(f) {
                 plan.fabric_ports.extend(physical_outputs(actions.clone()));
             }
             if f.table_id == conv.inject_table {
@@ -375,6 +375,15 @@ fn exact_eth_dst(f: &FlowStats) -> Option<MacAddr> {
     f.r#match.fields.iter().find_map(|field| match field {
         OxmField::EthDst { value, mask } if mask.is_none_or(|m| m.0 == [0xff; 6]) => Some(*value),
         _ => None,
+    })
+}
+
+/// Whether `f` matches one host: its `eth_dst` match covers the host byte (exact, or a
+/// multipath plan's egress rule that wildcards only the path tag).
+fn matches_one_host(f: &FlowStats) -> bool {
+    f.r#match.fields.iter().any(|field| match field {
+        OxmField::EthDst { mask, .. } => mask.is_none_or(|m| m.0[5] == 0xff),
+        _ => false,
     })
 }
 

@@ -520,6 +520,11 @@ impl SwitchCore {
         let (Some(d), Some(plan)) = (&mut self.drb, &self.plan) else {
             return;
         };
+        // The quiet timer runs at the line rate of the switch's fabric ports (the first one's:
+        // a torus's or mesh's are all alike), known only once the plan names them.
+        let first = plan.fabric_ports.first().copied().unwrap_or(0);
+        d.drb
+            .set_quiet_ns(d.links.get(first).line_time_ns(d.quiet_line_bytes));
         let pairs = plan.path_pairs();
         d.drb
             .set_pairs(pairs.iter().map(|(&dst, (paths, _))| (dst, *paths)), now_ns);
@@ -548,7 +553,9 @@ impl SwitchCore {
         let Some((dst, path)) = DstSwitch::of_mac(culprit_dst) else {
             return;
         };
-        if d.drb.on_notification(dst, path, now_ns) {
+        let changed = d.drb.on_notification(dst, path, now_ns);
+        tracing::debug!(?dst, path, changed, open = ?d.drb.open_paths(dst), "DRB notification");
+        if changed {
             if let Some(p) = d.pairs.get_mut(&dst) {
                 p.dirty = true;
                 if received && p.cnm_ns.is_none() {

@@ -63,6 +63,8 @@ fn cnms_about_a_pair_open_its_paths_and_write_every_group_of_the_pair() {
     // 15 remote switches × 2 hosts, four paths each (the torus's four ports), no decision point.
     assert_eq!(plan.path_groups.len(), 30);
     assert!(plan.groups.is_empty());
+    // Host ports (1, 2) are not fabric ports, although the any-tag egress rules are masked.
+    assert_eq!(plan.fabric_ports.iter().copied().collect::<Vec<_>>(), [3, 4, 5, 6]);
     let pairs = plan.path_pairs();
     assert_eq!(pairs.len(), 15);
     assert!(pairs
@@ -115,4 +117,48 @@ fn qcn_sw_cores_ignore_multipath_groups() {
     core.on_cnm(3, fabric.hosts()[10].location.mac(), 63, 0);
     assert!(core.poll_write().is_none());
     assert_eq!(core.select_path(fabric.hosts()[10].location.mac(), 0), None);
+}
+
+#[test]
+fn the_quiet_timer_follows_the_fabric_ports_line_rate_once_the_plan_names_them() {
+    let fabric = "torus:k=4,n=2,p=2"
+        .parse::<TopologySpec>()
+        .unwrap()
+        .build()
+        .unwrap();
+    let opts = PlanOptions {
+        multipath: Some(Multipath::default()),
+        ..Default::default()
+    };
+    let desired = desired_state(&fabric, &opts, &BTreeSet::new()).unwrap();
+    let d = &desired[&fabric.switches()[0].dpid];
+    let groups: Vec<GroupDesc> = d.groups.iter().map(GroupDesc::from).collect();
+    let flows: Vec<FlowStats> = d.flows.iter().map(FlowStats::from).collect();
+    let policy = PolicyConfig {
+        kind: PolicyKind::Drb,
+        ..PolicyConfig::default()
+    };
+    let mut core = SwitchCore::new(policy, WeightsConfig::default()).unwrap();
+    // The harness states its shaping (10 Mb/s) for the fabric ports 3..=6 only; the default
+    // link (40 Gb/s) is what the core knows before the plan.
+    let fast = PortLink {
+        rate_bps: 40e9,
+        buffer_bytes: 100_000,
+    };
+    let slow = PortLink {
+        rate_bps: 10e6,
+        buffer_bytes: 100_000,
+    };
+    core.set_links(
+        PortLinks::new(fast, (3..=6).map(|p| (p, slow)).collect()),
+        0,
+    );
+    assert_eq!(core.drb().unwrap().quiet_ns(), 100 * US);
+    core.learn(
+        LearnedPlan::learn(&PlanConventions::default(), &groups, &flows),
+        0,
+        0,
+    );
+    // 500 000 octets at 10 Mb/s.
+    assert_eq!(core.drb().unwrap().quiet_ns(), 400_000 * US);
 }
