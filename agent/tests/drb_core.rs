@@ -64,7 +64,10 @@ fn cnms_about_a_pair_open_its_paths_and_write_every_group_of_the_pair() {
     assert_eq!(plan.path_groups.len(), 30);
     assert!(plan.groups.is_empty());
     // Host ports (1, 2) are not fabric ports, although the any-tag egress rules are masked.
-    assert_eq!(plan.fabric_ports.iter().copied().collect::<Vec<_>>(), [3, 4, 5, 6]);
+    assert_eq!(
+        plan.fabric_ports.iter().copied().collect::<Vec<_>>(),
+        [3, 4, 5, 6]
+    );
     let pairs = plan.path_pairs();
     assert_eq!(pairs.len(), 15);
     assert!(pairs
