@@ -91,6 +91,10 @@ def short_switch(sw, kind=None):
     m = re.fullmatch(r"l(\d+)s(\d+)", name)
     if m:
         return f"t{m[1]}x{m[2]}"
+    m = re.fullmatch(r"[cm](\d+)", name)
+    if m:
+        # Torus / mesh switch i: group i, index 0 (its hosts are h{i}.0.{port}).
+        return f"s{m[1]}x0"
     raise ValueError(f"no short name rule for switch {name!r}")
 
 

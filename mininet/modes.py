@@ -76,6 +76,11 @@ MODES = {m.name: m for m in (
     _qcnsw("source-processing", "sp"),
     _qcnsw("feedback-comparison", "fc"),
     _qcnsw("combined", "combined"),
+    # DRB (issue 20): the controller's multipath plan (per pair the minimal route and up to 4
+    # disjoint alternatives, path-tagged) and the agent's DRB policy on it.
+    Mode("drb", "controller (multipath plan) + agent, DRB policy, emulated CP",
+         program="controller", agent_variant="combined",
+         controller={"multipath_alternatives": 4}, agent={"policy.kind": "drb"}),
     # mininet/README.md "The source census": the gate on (the shipped configuration has it off).
     Mode("qcnsw-combined-census",
          "qcnsw-combined with the source census on (cp.min_sources = 3)",

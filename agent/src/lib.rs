@@ -29,6 +29,7 @@
 
 pub mod config;
 pub mod cp;
+pub mod drb;
 pub mod error;
 pub mod latency;
 pub mod link;

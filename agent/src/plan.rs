@@ -29,8 +29,72 @@ use fabricflow_proto::openflow::port::OFPP_MAX;
 use fabricflow_proto::MacAddr;
 use serde::{Deserialize, Serialize};
 
+use crate::drb::DstSwitch;
 use crate::weights::DecisionPoint;
 use crate::PortNo;
+
+/// One multipath (DRB) group as installed: a SELECT group in the path range
+/// ([`conventions::PATH_GROUP_BASE`]) for one remote destination host; bucket i sends on path i
+/// of the pair (bucket 0 untagged, bucket i ≥ 1 writes the path-tagged destination MAC), then
+/// the weight-1 padding bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LearnedPathGroup {
+    /// The destination switch (from the tagged MAC bucket 1 writes).
+    pub dst: DstSwitch,
+    /// Paths (buckets without the padding bucket).
+    pub paths: u8,
+    /// The installed buckets, verbatim.
+    pub buckets: Vec<Bucket>,
+}
+
+impl LearnedPathGroup {
+    /// The buckets with `weights` (one per bucket).
+    pub fn with_weights(&self, weights: &[u16]) -> Vec<Bucket> {
+        self.buckets
+            .iter()
+            .zip(weights.iter().copied().chain(std::iter::repeat(0)))
+            .map(|(b, w)| b.clone().with_weight(w))
+            .collect()
+    }
+
+    /// The installed weights, bucket order.
+    pub fn weights(&self) -> Vec<u16> {
+        self.buckets.iter().map(|b| b.weight).collect()
+    }
+
+    fn same_structure(&self, other: &LearnedPathGroup) -> bool {
+        self.dst == other.dst
+            && self.paths == other.paths
+            && self.buckets.len() == other.buckets.len()
+            && self
+                .buckets
+                .iter()
+                .zip(&other.buckets)
+                .all(|(a, b)| a.actions == b.actions && a.watch_port == b.watch_port)
+    }
+}
+
+/// Whether `group_id` lies in the multipath range.
+pub fn is_path_group(group_id: u32) -> bool {
+    group_id
+        .checked_sub(conventions::PATH_GROUP_BASE)
+        .is_some_and(|off| off < conventions::PATH_GROUP_SPAN)
+}
+
+fn learn_path_group(g: &GroupDesc) -> Option<LearnedPathGroup> {
+    if g.group_type != GroupType::Select || g.buckets.len() < 3 {
+        return None;
+    }
+    let dst = g.buckets.get(1)?.actions.iter().find_map(|a| match a {
+        Action::SetField(OxmField::EthDst { value, .. }) => DstSwitch::of_mac(*value),
+        _ => None,
+    })?;
+    Some(LearnedPathGroup {
+        dst: dst.0,
+        paths: u8::try_from(g.buckets.len() - 1).ok()?,
+        buckets: g.buckets.clone(),
+    })
+}
 
 /// The plan's conventions the agent relies on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,6 +203,8 @@ pub enum GroupSkip {
 pub struct LearnedPlan {
     /// Decision points by group id.
     pub groups: BTreeMap<u32, LearnedGroup>,
+    /// Multipath (DRB) groups by group id.
+    pub path_groups: BTreeMap<u32, LearnedPathGroup>,
     /// Fabric ports: in some decision point's buckets or in the outputs of a transit flow for
     /// remote hosts (never a port of this switch's own hosts).
     pub fabric_ports: BTreeSet<PortNo>,
@@ -166,6 +232,15 @@ impl LearnedPlan {
     pub fn learn(conv: &PlanConventions, groups: &[GroupDesc], flows: &[FlowStats]) -> LearnedPlan {
         let mut plan = LearnedPlan::default();
         for g in groups {
+            if is_path_group(g.group_id) {
+                if let Some(pg) = learn_path_group(g) {
+                    for b in &pg.buckets {
+                        plan.fabric_ports.extend(physical_outputs(b.actions.iter()));
+                    }
+                    plan.path_groups.insert(g.group_id, pg);
+                }
+                continue;
+            }
             match learn_group(conv, g) {
                 Ok(lg) => {
                     for b in &lg.buckets {
@@ -181,7 +256,7 @@ impl LearnedPlan {
             plan.controller_flows += 1;
             plan.frozen |= is_freeze_marker(f);
             let actions = flow_actions(f);
-            if f.table_id == conv.transit_table && exact_eth_dst(f).is_none() {
+            if f.table_id == conv.transit_table && !matches_one_host(f) {
                 plan.fabric_ports.extend(physical_outputs(actions.clone()));
             }
             if f.table_id == conv.inject_table {
@@ -222,7 +297,7 @@ impl LearnedPlan {
     /// some decision point exists. `false` is a switch the controller has not programmed yet
     /// (it installs flows and groups together, in one atomic bundle, and never wipes a switch).
     pub fn is_installed(&self) -> bool {
-        self.controller_flows > 0 || !self.groups.is_empty()
+        self.controller_flows > 0 || !self.groups.is_empty() || !self.path_groups.is_empty()
     }
 
     /// Whether `port` is a fabric port.
@@ -246,6 +321,23 @@ impl LearnedPlan {
                 .iter()
                 .zip(&other.groups)
                 .all(|((ia, a), (ib, b))| ia == ib && a.same_structure(b))
+            && self.path_groups.len() == other.path_groups.len()
+            && self
+                .path_groups
+                .iter()
+                .zip(&other.path_groups)
+                .all(|((ia, a), (ib, b))| ia == ib && a.same_structure(b))
+    }
+
+    /// Destination switch → its paths and multipath groups (one per destination host).
+    pub fn path_pairs(&self) -> BTreeMap<DstSwitch, (u8, Vec<u32>)> {
+        let mut out: BTreeMap<DstSwitch, (u8, Vec<u32>)> = BTreeMap::new();
+        for (&id, g) in &self.path_groups {
+            let e = out.entry(g.dst).or_insert((g.paths, Vec::new()));
+            e.0 = e.0.min(g.paths);
+            e.1.push(id);
+        }
+        out
     }
 }
 
@@ -283,6 +375,15 @@ fn exact_eth_dst(f: &FlowStats) -> Option<MacAddr> {
     f.r#match.fields.iter().find_map(|field| match field {
         OxmField::EthDst { value, mask } if mask.is_none_or(|m| m.0 == [0xff; 6]) => Some(*value),
         _ => None,
+    })
+}
+
+/// Whether `f` matches one host: its `eth_dst` match covers the host byte (exact, or a
+/// multipath plan's egress rule that wildcards only the path tag).
+fn matches_one_host(f: &FlowStats) -> bool {
+    f.r#match.fields.iter().any(|field| match field {
+        OxmField::EthDst { mask, .. } => mask.is_none_or(|m| m.0[5] == 0xff),
+        _ => false,
     })
 }
 

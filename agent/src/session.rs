@@ -738,6 +738,7 @@ impl Session {
             tracing::debug!(group_id = id, ?why, "group is not a decision point");
         }
         let (groups, fabric_ports) = (plan.groups.len(), plan.fabric_ports.clone());
+        let path_groups = plan.path_groups.len();
         let was_frozen = self.core.is_frozen();
         let learned = self.core.learn(plan, round_write_seq, now_ns);
         match (was_frozen, self.core.is_frozen()) {
@@ -750,6 +751,10 @@ impl Session {
             Learned::NotInstalled => {
                 tracing::info!("the controller's plan is not on the switch yet: waiting for it");
                 self.plan_changed = true;
+            }
+            Learned::Changed if path_groups > 0 => {
+                self.plan_changed = true;
+                tracing::info!(path_groups, ?fabric_ports, "plan learned: multipath groups");
             }
             Learned::Changed if groups == 0 => {
                 self.plan_changed = true;
@@ -883,12 +888,16 @@ impl Session {
         }
         let mut answered = Vec::new();
         while let Some(TimedWrite { write: w, cnm_ns }) = self.core.poll_timed_write() {
-            let Some(buckets) = self
-                .core
-                .plan()
-                .and_then(|p| p.groups.get(&w.group_id))
-                .map(|g| g.with_weights(&w.weights))
-            else {
+            let Some(buckets) = self.core.plan().and_then(|p| {
+                p.groups
+                    .get(&w.group_id)
+                    .map(|g| g.with_weights(&w.weights))
+                    .or_else(|| {
+                        p.path_groups
+                            .get(&w.group_id)
+                            .map(|g| g.with_weights(&w.weights))
+                    })
+            }) else {
                 continue;
             };
             self.counters.group_mods_sent += 1;

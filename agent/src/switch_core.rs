@@ -11,6 +11,11 @@
 //!   through [`SwitchCore::poll_write`];
 //! - the glue from a congestion sample of the switch's own congestion point to policy events:
 //!   the congested port's own feedback, own-host suppression, source charging;
+//! - with `policy.kind = "drb"`, the [`Drb`] state of the switch's multipath groups: CNMs and
+//!   own congestion samples charge the culprit's exact path, the tick runs the quiet timers,
+//!   and a pair's changed weights are written to every group of the pair (at most once per the
+//!   weight planner's minimum update interval per pair; the last change is written when the
+//!   interval has passed);
 //! - whether the operator froze the switch ([`SwitchCore::is_frozen`]): the controller's freeze
 //!   marker in the learned plan stops every weight change until it is gone.
 
@@ -20,10 +25,11 @@ use fabricflow_proto::ethernet::{ethertype, EthernetView};
 use fabricflow_proto::select_weights::p_minimal_from_weights;
 use fabricflow_proto::MacAddr;
 
+use crate::drb::{Drb, DstSwitch};
 use crate::error::ConfigError;
 use crate::link::PortLinks;
 use crate::plan::{host_group, LearnedPlan};
-use crate::policy::{Effects, Event, Policy, PolicyConfig};
+use crate::policy::{Effects, Event, Policy, PolicyConfig, PolicyKind};
 use crate::weights::{GroupWrite, WeightPlanner, WeightsConfig};
 use crate::PortNo;
 
@@ -118,9 +124,41 @@ pub enum Learned {
     NotInstalled,
 }
 
+/// DRB's state in the core: the policy, the pairs' groups, the write limit.
+#[derive(Debug)]
+struct DrbSteer {
+    drb: Drb,
+    weights_cfg: WeightsConfig,
+    links: PortLinks,
+    quiet_line_bytes: u64,
+    /// Destination switch → (multipath group ids, last write, a change not yet written,
+    /// arrival of the earliest CNM that change answers).
+    pairs: std::collections::BTreeMap<DstSwitch, PairWrites>,
+}
+
+#[derive(Debug, Default)]
+struct PairWrites {
+    groups: Vec<u32>,
+    written_ns: Option<u64>,
+    dirty: bool,
+    cnm_ns: Option<u64>,
+}
+
+impl DrbSteer {
+    /// The pair's minimum write interval: the weight planner's, on the link of the pair's
+    /// first group.
+    fn interval_ns(&self, groups: &[u32], first_port: Option<PortNo>) -> u64 {
+        let id = groups.first().copied().unwrap_or(0);
+        let link = self.links.get(first_port.unwrap_or(0));
+        self.weights_cfg.min_update_interval_ns(id, link)
+    }
+}
+
 /// One switch's decision points, policy and installed weights.
 #[derive(Debug)]
 pub struct SwitchCore {
+    /// DRB instead of QCN-SW (`policy.kind = "drb"`).
+    drb: Option<DrbSteer>,
     policy: Policy,
     weights: WeightPlanner,
     plan: Option<LearnedPlan>,
@@ -141,7 +179,21 @@ pub struct SwitchCore {
 impl SwitchCore {
     /// A core with no decision point yet.
     pub fn new(policy: PolicyConfig, weights: WeightsConfig) -> Result<Self, ConfigError> {
+        let drb = if policy.kind == PolicyKind::Drb {
+            let links = PortLinks::default();
+            let quiet = links.get(0).line_time_ns(policy.drb.quiet_line_bytes);
+            Some(DrbSteer {
+                drb: Drb::new(policy.drb.clone(), quiet)?,
+                weights_cfg: weights.clone(),
+                links,
+                quiet_line_bytes: policy.drb.quiet_line_bytes,
+                pairs: std::collections::BTreeMap::new(),
+            })
+        } else {
+            None
+        };
         Ok(SwitchCore {
+            drb,
             policy: Policy::new(policy, [])?,
             weights: WeightPlanner::new(weights)?,
             plan: None,
@@ -161,6 +213,18 @@ impl SwitchCore {
     /// [`on_bytes`](Self::on_bytes) (the port-statistics period; 0 when every octet is reported
     /// as it leaves, as in the simulator).
     pub fn set_links(&mut self, links: PortLinks, bytes_every_ns: u64) {
+        if let Some(d) = &mut self.drb {
+            d.links = links.clone();
+            let first = self
+                .plan
+                .as_ref()
+                .and_then(|p| p.fabric_ports.first().copied());
+            d.drb.set_quiet_ns(
+                links
+                    .get(first.unwrap_or(0))
+                    .line_time_ns(d.quiet_line_bytes),
+            );
+        }
         self.weights.set_links(links.clone());
         self.policy.set_links(links, bytes_every_ns);
     }
@@ -264,6 +328,9 @@ impl SwitchCore {
         self.plan = Some(plan);
         self.queue_writes();
         if changed {
+            self.drb_learn(now_ns);
+        }
+        if changed {
             Learned::Changed
         } else {
             Learned::Unchanged
@@ -282,6 +349,10 @@ impl SwitchCore {
     /// 0.403 phits/node/cycle charging the decision point, 0.380 charging the arrival port.
     pub fn on_cnm(&mut self, port: PortNo, culprit_dst: MacAddr, qntz_fb: u8, now_ns: u64) {
         self.counters.cnm_received += 1;
+        if self.drb.is_some() {
+            self.drb_notify(culprit_dst, now_ns, true);
+            return;
+        }
         let port = self.minimal_port_towards(culprit_dst).unwrap_or(port);
         self.feeding_cnm = Some(now_ns);
         self.feed(Event::CnmReceived { port, qntz_fb }, now_ns);
@@ -295,6 +366,16 @@ impl SwitchCore {
 
     /// The policy's periodic tick (idle-port increase timer) and due pending writes.
     pub fn on_tick(&mut self, now_ns: u64) {
+        if !self.frozen {
+            if let Some(d) = &mut self.drb {
+                for dst in d.drb.tick(now_ns) {
+                    if let Some(p) = d.pairs.get_mut(&dst) {
+                        p.dirty = true;
+                    }
+                }
+            }
+        }
+        self.drb_flush(now_ns);
         self.feed(Event::Tick, now_ns);
         self.on_timer(now_ns);
     }
@@ -344,6 +425,14 @@ impl SwitchCore {
             .is_some_and(|p| p.local_hosts.contains(&s.culprit.src));
         if own_host {
             self.counters.cnm_to_own_host += 1;
+        }
+        if self.drb.is_some() {
+            // The source switch is DRB's reaction point: its own hosts' CNMs stop here.
+            if own_host {
+                self.drb_notify(s.culprit.dst, now_ns, false);
+                return CnmRoute::OwnHost;
+            }
+            return CnmRoute::Fabric;
         }
         if let Some(port) = self.minimal_port_towards(s.culprit.dst) {
             if self.policy.config().variant.source_processing() {
@@ -398,6 +487,130 @@ impl SwitchCore {
             left -= u32::from(w);
         }
         Some(port)
+    }
+
+    /// DRB: the path a new flow to `dst` takes when its hash falls into slot `slot` of the
+    /// multipath group's 256 (what OVS's dp_hash selection does, for the simulator), or `None`
+    /// when no multipath group serves `dst` (the flow takes the untagged minimal route).
+    pub fn select_path(&self, dst: MacAddr, slot: u8) -> Option<u8> {
+        let d = self.drb.as_ref()?;
+        let (dst, _) = DstSwitch::of_mac(dst)?;
+        let w = d.drb.weights(dst)?;
+        let mut left = u32::from(slot);
+        for (i, &x) in w.iter().enumerate() {
+            if left < u32::from(x) {
+                // The padding bucket is path 0.
+                return Some(if i + 1 == w.len() {
+                    0
+                } else {
+                    u8::try_from(i).ok()?
+                });
+            }
+            left -= u32::from(x);
+        }
+        Some(0)
+    }
+
+    /// DRB's state (`policy.kind = "drb"`), if it runs.
+    pub fn drb(&self) -> Option<&Drb> {
+        self.drb.as_ref().map(|d| &d.drb)
+    }
+
+    fn drb_learn(&mut self, now_ns: u64) {
+        let (Some(d), Some(plan)) = (&mut self.drb, &self.plan) else {
+            return;
+        };
+        // The quiet timer runs at the line rate of the switch's fabric ports (the first one's:
+        // a torus's or mesh's are all alike), known only once the plan names them.
+        let first = plan.fabric_ports.first().copied().unwrap_or(0);
+        d.drb
+            .set_quiet_ns(d.links.get(first).line_time_ns(d.quiet_line_bytes));
+        let pairs = plan.path_pairs();
+        d.drb
+            .set_pairs(pairs.iter().map(|(&dst, (paths, _))| (dst, *paths)), now_ns);
+        let mut next = std::collections::BTreeMap::new();
+        for (dst, (_, groups)) in pairs {
+            let mut pw = d.pairs.remove(&dst).unwrap_or_default();
+            // A group holding other weights than the pair's gets the pair's (a restarted agent
+            // starts every pair from its one minimal path again).
+            let want = d.drb.weights(dst);
+            pw.dirty |= groups
+                .iter()
+                .any(|g| plan.path_groups.get(g).map(|pg| pg.weights()) != want);
+            pw.groups = groups;
+            next.insert(dst, pw);
+        }
+        d.pairs = next;
+        self.drb_flush(now_ns);
+    }
+
+    fn drb_notify(&mut self, culprit_dst: MacAddr, now_ns: u64, received: bool) {
+        if self.frozen {
+            self.counters.frozen_events_ignored += 1;
+            return;
+        }
+        let Some(d) = &mut self.drb else { return };
+        let Some((dst, path)) = DstSwitch::of_mac(culprit_dst) else {
+            return;
+        };
+        let changed = d.drb.on_notification(dst, path, now_ns);
+        tracing::debug!(?dst, path, changed, open = ?d.drb.open_paths(dst), "DRB notification");
+        if changed {
+            if let Some(p) = d.pairs.get_mut(&dst) {
+                p.dirty = true;
+                if received && p.cnm_ns.is_none() {
+                    p.cnm_ns = Some(now_ns);
+                }
+            }
+        }
+        self.drb_flush(now_ns);
+    }
+
+    /// Writes every dirty pair whose interval has passed.
+    fn drb_flush(&mut self, now_ns: u64) {
+        if self.frozen {
+            return;
+        }
+        let Some(d) = &mut self.drb else { return };
+        let first_port = |groups: &[u32]| {
+            let plan = self.plan.as_ref()?;
+            let g = plan.path_groups.get(groups.first()?)?;
+            g.buckets.first()?.output_port()
+        };
+        let dsts: Vec<DstSwitch> = d
+            .pairs
+            .iter()
+            .filter(|(_, p)| p.dirty)
+            .map(|(&k, _)| k)
+            .collect();
+        for dst in dsts {
+            let Some(p) = d.pairs.get(&dst) else { continue };
+            let interval = d.interval_ns(&p.groups, first_port(&p.groups));
+            if p.written_ns
+                .is_some_and(|t| now_ns.saturating_sub(t) < interval)
+            {
+                continue;
+            }
+            let Some(weights) = d.drb.weights(dst) else {
+                continue;
+            };
+            let Some(p) = d.pairs.get_mut(&dst) else {
+                continue;
+            };
+            for &group_id in &p.groups {
+                self.counters.writes += 1;
+                self.writes.push_back(TimedWrite {
+                    write: GroupWrite {
+                        group_id,
+                        weights: weights.clone(),
+                    },
+                    cnm_ns: p.cnm_ns,
+                });
+            }
+            p.dirty = false;
+            p.cnm_ns = None;
+            p.written_ns = Some(now_ns);
+        }
     }
 
     /// The learned decision points, if a plan was read.

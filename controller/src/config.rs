@@ -256,6 +256,10 @@ pub struct Config {
     /// Lossless mode: push this VLAN id at injection and assign PCP by hop phase.
     #[serde(default)]
     pub lossless_vlan: Option<u16>,
+    /// Multipath (DRB) plan with this many alternative paths per pair (0..=4) instead of
+    /// decision points; for agents running `policy.kind = "drb"`.
+    #[serde(default)]
+    pub multipath_alternatives: Option<u8>,
 }
 
 fn default_p_minimal() -> f64 {
@@ -330,6 +334,7 @@ impl Config {
             group_base: default_group_base(),
             ipv4_base: default_ipv4_base(),
             lossless_vlan: None,
+            multipath_alternatives: None,
         })
     }
 

@@ -105,6 +105,8 @@ pub fn export(fabric: &Fabric, addressing: &Addressing) -> Result<TopologyExport
             FabricKind::Dragonfly { .. } => "dragonfly",
             FabricKind::FatTree { .. } => "fattree",
             FabricKind::LeafSpine { .. } => "leafspine",
+            FabricKind::Torus { .. } => "torus",
+            FabricKind::Mesh { .. } => "mesh",
             FabricKind::File => "file",
         },
         switches,

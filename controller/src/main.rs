@@ -338,6 +338,12 @@ fn plan_source(cfg: &Config) -> anyhow::Result<Arc<dyn PlanSource>> {
         agent_controller_id: cfg.agent_controller_id,
         addressing: Addressing::new(cfg.ipv4_base)?,
         lossless: cfg.lossless_vlan.map(|vlan_vid| Lossless { vlan_vid }),
+        multipath: cfg.multipath_alternatives.map(|alternatives| {
+            fabricflow_controller::plan::paths::Multipath {
+                alternatives,
+                ..Default::default()
+            }
+        }),
         ..Default::default()
     };
     Ok(Arc::new(
@@ -396,6 +402,13 @@ struct PlanArgs {
     /// /8 network of the hosts' IPv4 addresses.
     #[arg(long, default_value = "10.0.0.0")]
     ipv4_base: Ipv4Addr,
+    /// Multipath (DRB) plan with this many alternative paths per pair (0..=4) instead of
+    /// decision points.
+    #[arg(long)]
+    multipath: Option<u8>,
+    /// Cap on the multipath transit rules of one switch.
+    #[arg(long, default_value_t = fabricflow_controller::plan::paths::Multipath::default().max_transit_rules)]
+    multipath_cap: usize,
     /// Write the groups of --switch here (ofctl format).
     #[arg(long, requires_all = ["switch", "flows_out"])]
     groups_out: Option<PathBuf>,
@@ -795,6 +808,8 @@ fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
         group_base,
         agent_id,
         ipv4_base,
+        multipath,
+        multipath_cap,
         groups_out,
         flows_out,
     } = args;
@@ -808,6 +823,13 @@ fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
         agent_controller_id: agent_id,
         addressing: Addressing::new(ipv4_base)?,
         lossless: lossless_vid.map(|vlan_vid| Lossless { vlan_vid }),
+        multipath: multipath.map(
+            |alternatives| fabricflow_controller::plan::paths::Multipath {
+                alternatives,
+                max_transit_rules: multipath_cap,
+                ..Default::default()
+            },
+        ),
         ..Default::default()
     };
     let plan = Plan::build(&fabric, &opts)?;

@@ -3,6 +3,8 @@
 //!
 //! - Dragonfly: local-global-local (one port; theory of Kim et al. 2008).
 //! - Fat-tree: up over every up port to the nearest common ancestor, then the one down path.
+//! - Torus and mesh (k-ary n-cube): dimension order, one port ([`Cube::dor_port`]; with dateline
+//!   virtual channels deadlock-free in the simulator's credit-based links).
 //! - File fabrics, and any fabric with failed links: shortest paths by Dijkstra over the live
 //!   links. For a Dragonfly the cost is lexicographic (global hops, then all hops), so without
 //!   failures the generic search reproduces the closed form (a test checks this), and with a
@@ -16,6 +18,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
+use crate::topology::cube::Cube;
 use crate::topology::dragonfly::Dragonfly;
 use crate::topology::fattree::FatTree;
 use crate::topology::{Fabric, FabricKind, Link, LinkEnd, Peer, PortNo, PortRole, SwitchId};
@@ -50,6 +53,14 @@ impl Routes {
             }
             (FabricKind::FatTree { k, n, .. }, true) => match FatTree::new(k, n) {
                 Ok(t) => r.fill_fattree(fabric, &t),
+                Err(_) => r.fill_generic(fabric, failed),
+            },
+            (FabricKind::Torus { k, n, p }, true) => match Cube::new(k, n, p, true) {
+                Ok(c) => r.fill_cube(fabric, &c),
+                Err(_) => r.fill_generic(fabric, failed),
+            },
+            (FabricKind::Mesh { k, n, p }, true) => match Cube::new(k, n, p, false) {
+                Ok(c) => r.fill_cube(fabric, &c),
                 Err(_) => r.fill_generic(fabric, failed),
             },
             _ => r.fill_generic(fabric, failed),
@@ -160,6 +171,23 @@ impl Routes {
         }
     }
 
+    fn fill_cube(&mut self, fabric: &Fabric, c: &Cube) {
+        for (t, tsw) in fabric.switches().iter().enumerate() {
+            if !tsw.has_hosts() {
+                self.push_none(self.n);
+                continue;
+            }
+            for x in 0..self.n {
+                let (xs, ts) = (x as u32, t as u32);
+                let hops = u16::try_from(c.hops(xs, ts)).unwrap_or(UNREACHABLE);
+                match c.dor_port(xs, ts) {
+                    Some(port) => self.push(&[port], hops),
+                    None => self.push(&[], 0),
+                }
+            }
+        }
+    }
+
     fn fill_generic(&mut self, fabric: &Fabric, failed: &BTreeSet<Link>) {
         let dragonfly = matches!(fabric.kind(), FabricKind::Dragonfly { .. });
         let cost = |role: PortRole| {
@@ -259,6 +287,31 @@ mod tests {
                     "{spec} {x}->{t}"
                 );
                 assert_eq!(closed.hops(x, t), generic.hops(x, t), "{spec} {x}->{t}");
+            }
+        }
+    }
+
+    #[test]
+    fn dimension_order_is_one_of_the_shortest_paths() {
+        for spec in [
+            "torus:k=4,n=2,p=1",
+            "torus:k=5,n=2,p=2",
+            "mesh:k=4,n=2,p=1",
+            "torus:k=3,n=3,p=1",
+        ] {
+            let f: Fabric = spec.parse::<TopologySpec>().unwrap().build().unwrap();
+            let none = BTreeSet::new();
+            let dor = Routes::compute(&f, &none);
+            let generic = Routes::compute_generic(&f, &none);
+            for t in 0..f.switches().len() {
+                for x in 0..f.switches().len() {
+                    assert_eq!(dor.hops(x, t), generic.hops(x, t), "{spec} {x}->{t}");
+                    let ports = dor.minimal(x, t);
+                    assert_eq!(ports.len(), usize::from(x != t), "{spec} {x}->{t}");
+                    for p in ports {
+                        assert!(generic.minimal(x, t).contains(p), "{spec} {x}->{t}");
+                    }
+                }
             }
         }
     }

@@ -28,6 +28,9 @@
 //!   distribution is P % on the hot spot plus (100 − P) % uniform, and
 //!   [`Destinations::flows`] samples only its uniform part (one flow per host cannot carry a
 //!   share).
+//! - `shuffle`: the perfect shuffle: host i (of n) sends to host 2i mod (n − 1), and host n − 1
+//!   to itself; for n = 2^b that is the 1-bit left rotation of i's b bits. Hosts that map to
+//!   themselves (0 and n − 1) send nothing.
 //!
 //! # Two realisations of the one definition
 //!
@@ -75,6 +78,8 @@ pub enum Pattern {
     Hotspot { contributors: u32 },
     /// `hotspots:N[:P]`: N hot spots, P % of every contributor's packets to its hot spot.
     HotSpots { spots: u32, percent: u32 },
+    /// `shuffle`.
+    Shuffle,
 }
 
 /// Percent of a `hotspots:N` contributor's packets that go to its hot spot (the seed's 5 %).
@@ -84,7 +89,7 @@ pub const DEFAULT_HOTSPOTS_PERCENT: u32 = 5;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TrafficError {
     #[error(
-        "unknown traffic pattern {0:?}; expected uniform, adv+K (K ≥ 1), hotspot[:C] (C ≥ 1) or hotspots:N[:P] (N ≥ 1, 1 ≤ P ≤ 100)"
+        "unknown traffic pattern {0:?}; expected uniform, adv+K (K ≥ 1), hotspot[:C] (C ≥ 1), hotspots:N[:P] (N ≥ 1, 1 ≤ P ≤ 100) or shuffle"
     )]
     Parse(String),
     #[error("{pattern}: the fabric has {hosts} host(s); every pattern needs at least 2")]
@@ -114,6 +119,7 @@ impl FromStr for Pattern {
         };
         match s {
             "uniform" => Ok(Pattern::Uniform),
+            "shuffle" => Ok(Pattern::Shuffle),
             "hotspot" => Ok(Pattern::Hotspot {
                 contributors: DEFAULT_HOTSPOT_CONTRIBUTORS,
             }),
@@ -148,6 +154,7 @@ impl fmt::Display for Pattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Pattern::Uniform => f.write_str("uniform"),
+            Pattern::Shuffle => f.write_str("shuffle"),
             Pattern::Adv(k) => write!(f, "adv+{k}"),
             Pattern::Hotspot {
                 contributors: DEFAULT_HOTSPOT_CONTRIBUTORS,
@@ -249,6 +256,14 @@ impl Destinations {
                     })
                     .collect(),
             ),
+            Pattern::Shuffle => {
+                let dst = |i: usize| if i + 1 == n { i } else { (2 * i) % (n - 1) };
+                let sets: Vec<Vec<HostId>> = (0..n).map(|i| vec![dst(i)]).collect();
+                let of = (0..n)
+                    .map(|i| (dst(i) != i).then_some(Target { set: i, own: None }))
+                    .collect();
+                (sets, of)
+            }
             Pattern::Adv(k) => {
                 let mut groups: BTreeMap<u16, Vec<HostId>> = BTreeMap::new();
                 for (h, host) in fabric.hosts().iter().enumerate() {
@@ -478,6 +493,7 @@ mod tests {
                     percent: 20,
                 },
             ),
+            ("shuffle", Pattern::Shuffle),
         ] {
             assert_eq!(text.parse::<Pattern>(), Ok(p));
             assert_eq!(p.to_string(), text);
@@ -512,6 +528,25 @@ mod tests {
             assert_eq!(e, TrafficError::Parse(bad.to_owned()));
             assert!(e.to_string().contains("expected uniform"), "{e}");
         }
+    }
+
+    #[test]
+    fn shuffle_is_the_one_bit_left_rotation() {
+        let f = fabric("torus:k=8,n=2,p=1");
+        let d = Pattern::Shuffle.destinations(&f, 1).unwrap();
+        let mut rng = stream(7, 0);
+        for i in 0..64usize {
+            let rot = ((i << 1) | (i >> 5)) & 63;
+            if rot == i {
+                assert_eq!(d.draw(i, &mut rng), None, "{i}");
+            } else {
+                assert_eq!(d.draw(i, &mut rng), Some(rot), "{i}");
+                assert_eq!(d.probability(i, rot), 1.0);
+            }
+        }
+        let flows = Pattern::Shuffle.flows(&f, 3).unwrap();
+        assert_eq!(flows.len(), 62);
+        assert!(flows.iter().all(|&(s, t)| t == ((s << 1) | (s >> 5)) & 63));
     }
 
     #[test]

@@ -99,7 +99,9 @@ fn theory(spec: &str, f: &Fabric, s: HostId, d: HostId) -> usize {
         TopologySpec::LeafSpine { .. } => {
             2 * usize::from(f.hosts()[s].switch != f.hosts()[d].switch)
         }
-        TopologySpec::File(_) => unreachable!(),
+        TopologySpec::File(_) | TopologySpec::Torus { .. } | TopologySpec::Mesh { .. } => {
+            unreachable!()
+        }
     }
 }
 

@@ -13,6 +13,11 @@ pub const DECISION_GROUP_BASE: u32 = 1000;
 /// Number of group ids reserved for decision points (OpenFlow 1.3 groups carry no cookie: the
 /// range is what marks a group as the controller's decision point).
 pub const DECISION_GROUP_SPAN: u32 = 65_536;
+/// First multipath (DRB) group id: group id = base + destination host index; just above the
+/// decision-point range, so an agent running QCN-SW never takes a path group for a decision point.
+pub const PATH_GROUP_BASE: u32 = DECISION_GROUP_BASE + DECISION_GROUP_SPAN;
+/// Number of group ids reserved for multipath groups.
+pub const PATH_GROUP_SPAN: u32 = 65_536;
 
 /// Table numbers of the plan's pipeline.
 pub mod table {

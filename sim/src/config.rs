@@ -23,10 +23,10 @@ use fabricflow_controller::TopologySpec;
 /// Errors in a simulation spec.
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
-    #[error("unknown routing mode {0:?}; expected minimal, valiant, ugal-l, pause, qcnsw-base, qcnsw-sp, qcnsw-fc or qcnsw-combined")]
+    #[error("unknown routing mode {0:?}; expected minimal, valiant, ugal-l, pause, qcnsw-base, qcnsw-sp, qcnsw-fc, qcnsw-combined, drb or iba-cc")]
     Routing(String),
     #[error(
-        "invalid traffic {0:?}; expected uniform, adv+K, hotspot[:C] or PATTERN->PATTERN@CYCLE"
+        "invalid traffic {0:?}; expected uniform, adv+K, hotspot[:C], shuffle or PATTERN->PATTERN@CYCLE"
     )]
     Traffic(String),
     #[error("invalid configuration: {0}")]
@@ -47,6 +47,13 @@ pub enum Routing {
     Pause,
     /// QCN-SW with the agent's policy engine, the given variant.
     QcnSw(Variant),
+    /// DRB with the agent's switch core (`policy.kind = "drb"`) on the controller's multipath
+    /// plan: new packets draw a path from the pair's weights; CNMs name the culprit's path.
+    Drb,
+    /// Minimal routing with InfiniBand congestion control at the hosts: a CNM about a host's
+    /// packet reaches its switch, every 10 raise the host's IRD by one (rate B/(1+IRD)), and a
+    /// quiet period without one (100 µs) lowers it by one.
+    IbaCc,
 }
 
 impl Routing {
@@ -75,6 +82,8 @@ impl FromStr for Routing {
             "qcnsw-sp" => Routing::QcnSw(Variant::SourceProcessing),
             "qcnsw-fc" => Routing::QcnSw(Variant::FeedbackComparison),
             "qcnsw-combined" => Routing::QcnSw(Variant::Combined),
+            "drb" => Routing::Drb,
+            "iba-cc" => Routing::IbaCc,
             _ => return Err(SpecError::Routing(s.to_owned())),
         })
     }
@@ -91,6 +100,8 @@ impl fmt::Display for Routing {
             Routing::QcnSw(Variant::SourceProcessing) => "qcnsw-sp",
             Routing::QcnSw(Variant::FeedbackComparison) => "qcnsw-fc",
             Routing::QcnSw(Variant::Combined) => "qcnsw-combined",
+            Routing::Drb => "drb",
+            Routing::IbaCc => "iba-cc",
         })
     }
 }
@@ -228,6 +239,8 @@ pub struct SimConfig {
     /// Read every port's XmitWait/XmitData counters every this many cycles of the measurement
     /// window (`port-stats.csv`); `None` does not count at all.
     pub port_stats_interval: Option<u64>,
+    /// DRB: the controller's multipath plan (alternatives, stretch, rule cap).
+    pub multipath: fabricflow_controller::plan::paths::Multipath,
 }
 
 impl Default for SimConfig {
@@ -265,6 +278,7 @@ impl Default for SimConfig {
             weights: WeightsConfig::default(),
             window_cycles: 200,
             port_stats_interval: None,
+            multipath: fabricflow_controller::plan::paths::Multipath::default(),
         }
     }
 }

@@ -18,10 +18,10 @@ struct Cli {
     /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N[,w=W] | file:PATH
     #[arg(long, default_value = "dragonfly:p=4,a=8,h=4")]
     topology: TopologySpec,
-    /// minimal | valiant | ugal-l | pause | qcnsw-base | qcnsw-sp | qcnsw-fc | qcnsw-combined
+    /// minimal | valiant | ugal-l | pause | qcnsw-base | qcnsw-sp | qcnsw-fc | qcnsw-combined | drb | iba-cc
     #[arg(long, default_value = "minimal")]
     routing: Routing,
-    /// uniform | adv+K | hotspot[:C] | A->B@CYCLE (e.g. uniform->adv+1@20000)
+    /// uniform | adv+K | hotspot[:C] | shuffle | A->B@CYCLE (e.g. uniform->adv+1@20000)
     #[arg(long, default_value = "uniform")]
     traffic: Traffic,
     /// One offered load (fraction of injection bandwidth).

@@ -24,7 +24,15 @@
 //! Virtual channels (Dragonfly): a packet's VC on every hop is its number of global hops so far
 //! (0, 1, 2), so local → global → local chains only climb and the channel dependency graph is
 //! acyclic for minimal (l g l), QCN-SW/PAUSE non-minimal (g l g l) and Valiant (l g l g l).
-//! Fat-trees use VC 0 (up*/down* is deadlock-free). CNMs use their own class (the last VC) with
+//! Fat-trees use VC 0 (up*/down* is deadlock-free). Tori and meshes (dimension order, and DRB's
+//! alternative paths) use dateline classes: a packet's VC is 2·e + d, where e counts the times
+//! its path went back to a lower dimension and d is 1 from the wrap-around (dateline) link of
+//! the dimension it travels in on (reset when the dimension changes). Within one e the path
+//! moves through dimensions in increasing order, one direction per dimension, never across a
+//! dateline on d = 0, so the channel dependency graph is acyclic; dimension order uses VCs 0
+//! and 1 only. DRB's alternative paths on other fabrics use their hop count as the VC. The
+//! configuration must give enough data VCs for every planned path (checked at construction).
+//! CNMs use their own class (the last VC) with
 //! priority; a CNM that finds no room in its class at the congestion point is dropped (QCN
 //! messages are advisory) and counted.
 
@@ -35,9 +43,11 @@ use std::collections::BTreeSet;
 use fabricflow_agent::cp::CongestionPoint;
 use fabricflow_agent::link::{PortLink, PortLinks};
 use fabricflow_agent::plan::{LearnedPlan, PlanConventions};
-use fabricflow_agent::policy::Policy;
+use fabricflow_agent::policy::{Policy, PolicyKind};
 use fabricflow_agent::switch_core::{CnmRoute, CongestionSample, Culprit, SwitchCore};
+use fabricflow_controller::plan::paths::tagged_mac;
 use fabricflow_controller::planner::desired_state;
+use fabricflow_controller::topology::cube::Cube;
 use fabricflow_controller::topology::dragonfly::Dragonfly;
 use fabricflow_controller::topology::{Fabric, FabricKind, Peer, PortRole};
 use fabricflow_controller::traffic::{Destinations, Pattern};
@@ -59,6 +69,12 @@ const NONE: u32 = u32::MAX;
 const WHEEL: usize = 4096;
 /// Period of the switch cores' timer (policy tick, pending writes), cycles (~1 µs at 40 Gb/s).
 const TIMER_CYCLES: u64 = 40;
+/// IBA CC: the seed's timer, 100 µs.
+const IBA_QUIET_NS: f64 = 100_000.0;
+/// IBA CC: notifications per IRD step (the seed's 10).
+const IBA_PER_STEP: u32 = 10;
+/// IBA CC: the largest IRD (a 128-entry congestion control table).
+const IBA_MAX_IRD: u32 = 127;
 
 #[derive(Debug, Clone, Copy)]
 struct Pkt {
@@ -90,7 +106,21 @@ struct Pkt {
     flow: u32,
     /// Lane (0 fast, 1 slow, …): chosen where it leaves its host, kept to the destination.
     lane: u8,
+    /// DRB: the path index (0: the minimal route); a CNM: its culprit's.
+    path: u8,
+    /// Switch-to-switch links crossed so far.
+    hops: u8,
+    /// Tori and meshes: the dimension of the last link (NO_DIM before the first), the count of
+    /// returns to a lower dimension, and whether the current dimension's dateline was crossed.
+    dim: u8,
+    epoch: u8,
+    dateline: bool,
+    /// A CNM: the culprit's sending host (IBA CC charges it).
+    culprit_src: u32,
 }
+
+/// `Pkt::dim` before the first switch-to-switch link.
+const NO_DIM: u8 = u8::MAX;
 
 #[derive(Debug, Clone, Copy)]
 enum Ev {
@@ -222,6 +252,19 @@ pub struct Sim {
     cores: Vec<SwitchCore>,
     cps: Vec<CongestionPoint>,
     ns_per_cycle: f64,
+    /// Torus or mesh: its arithmetic (VC classes).
+    cube: Option<Cube>,
+    /// DRB: (source switch, destination switch) → paths (index ≥ 1), output gp per hop.
+    paths: std::collections::HashMap<(u32, u32), Vec<Vec<u32>>>,
+    /// DRB: each switch's source tag (the controller's multipath plan).
+    src_tag: Vec<u8>,
+    /// IBA CC per host: IRD, notifications since the last raise, start of the quiet period,
+    /// and the cycle before which the host may not inject.
+    ird: Vec<u32>,
+    ird_count: Vec<u32>,
+    ird_quiet_from: Vec<u64>,
+    host_hold: Vec<u64>,
+    quiet_cycles: u64,
     /// Port counters (`cfg.port_stats_interval`); every vector below is empty when off, and
     /// the engine tests `counting` before touching them, so an unobserved run pays one
     /// predictable branch per idle output port.
@@ -264,13 +307,27 @@ impl Sim {
             }
             _ => None,
         };
-        if df.is_none() && cfg.routing != Routing::Minimal {
+        let cube = match fabric.kind() {
+            FabricKind::Torus { k, n, p } => {
+                Some(Cube::new(k, n, p, true).map_err(|e| SpecError::Invalid(e.to_string()))?)
+            }
+            FabricKind::Mesh { k, n, p } => {
+                Some(Cube::new(k, n, p, false).map_err(|e| SpecError::Invalid(e.to_string()))?)
+            }
+            _ => None,
+        };
+        let fattree = matches!(fabric.kind(), FabricKind::FatTree { .. });
+        let anywhere = matches!(
+            cfg.routing,
+            Routing::Minimal | Routing::Drb | Routing::IbaCc
+        ) || (fattree && matches!(cfg.routing, Routing::QcnSw(_)));
+        if df.is_none() && !anywhere {
             return Err(SpecError::Invalid(format!(
                 "routing {} needs a Dragonfly",
                 cfg.routing
             )));
         }
-        if df.is_some() && cfg.data_vcs / cfg.lanes < 3 && cfg.routing != Routing::Minimal {
+        if df.is_some() && cfg.data_vcs / cfg.lanes < 3 && !anywhere {
             return Err(SpecError::Invalid(
                 "non-minimal Dragonfly routing needs 3 data VCs per lane (l g l g l)".into(),
             ));
@@ -424,20 +481,76 @@ impl Sim {
             None => None,
         };
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-        let qcn = matches!(cfg.routing, Routing::QcnSw(_));
+        let qcn = matches!(
+            cfg.routing,
+            Routing::QcnSw(_) | Routing::Drb | Routing::IbaCc
+        );
         let mut cores = Vec::new();
         let mut cps = Vec::new();
-        if qcn {
+        let mut paths = std::collections::HashMap::new();
+        let mut src_tag = vec![0u8; nsw];
+        if cfg.routing == Routing::Drb {
+            let opts = PlanOptions {
+                multipath: Some(cfg.multipath),
+                ..Default::default()
+            };
+            let pp = fabricflow_controller::Plan::path_plan(fabric, &opts)
+                .map_err(|e| SpecError::Invalid(e.to_string()))?
+                .unwrap_or_default();
+            for (s, t) in src_tag.iter_mut().enumerate() {
+                *t = pp.source_tag(s).unwrap_or(0);
+            }
+            let mut need = 1usize;
+            for (&(a, b), list) in &pp.pairs {
+                let mut gps = Vec::new();
+                for path in list {
+                    let hops: Vec<u32> = path
+                        .iter()
+                        .map(|&(x, pno)| gp_at(&sw_base, &pno_base, &pno_gp, x, pno))
+                        .collect();
+                    need = need.max(match cube {
+                        Some(c) => vcs_needed(&c, path),
+                        None => path.len(),
+                    });
+                    gps.push(hops);
+                }
+                paths.insert(
+                    (
+                        u32::try_from(a).unwrap_or(NONE),
+                        u32::try_from(b).unwrap_or(NONE),
+                    ),
+                    gps,
+                );
+            }
+            if ndata < need {
+                return Err(SpecError::Invalid(format!(
+                    "DRB's paths on this fabric need {need} data VCs (deadlock freedom); got {ndata}"
+                )));
+            }
+        } else if cube.is_some_and(|c| c.wrap) && ndata < 2 {
+            return Err(SpecError::Invalid(
+                "a torus needs 2 data VCs (dateline)".into(),
+            ));
+        }
+        if matches!(cfg.routing, Routing::QcnSw(_) | Routing::Drb) {
             let mut pcfg = cfg.policy.clone();
             if let Routing::QcnSw(v) = cfg.routing {
                 pcfg.variant = v;
             }
+            let mut opts = PlanOptions::default();
+            if cfg.routing == Routing::Drb {
+                pcfg.kind = PolicyKind::Drb;
+                opts.multipath = Some(cfg.multipath);
+            }
             cores = learned_cores(
                 fabric,
+                &opts,
                 &pcfg,
                 &cfg.weights,
                 cfg.port_link(cfg.in_local_phits),
             )?;
+        }
+        if qcn {
             for &incap in gp_incap.iter().take(ngp) {
                 // The CP watches one port's data queue (every data VC), input or output.
                 let buffer = match cfg.cp_queue {
@@ -532,6 +645,14 @@ impl Sim {
             cores,
             cps,
             ns_per_cycle,
+            cube,
+            paths,
+            src_tag,
+            ird: vec![0; nh],
+            ird_count: vec![0; nh],
+            ird_quiet_from: vec![0; nh],
+            host_hold: vec![0; nh],
+            quiet_cycles: cfg.cycles(IBA_QUIET_NS),
             stats: Stats {
                 per_src_switch: vec![0; nsw],
                 per_dst_host: vec![0; nh],
@@ -723,6 +844,21 @@ impl Sim {
             }
         }
         self.now += 1;
+        if self.cfg.routing == Routing::IbaCc && self.now.checked_rem(TIMER_CYCLES) == Some(0) {
+            let now = self.now;
+            for ((ird, from), count) in self
+                .ird
+                .iter_mut()
+                .zip(self.ird_quiet_from.iter_mut())
+                .zip(self.ird_count.iter_mut())
+            {
+                if *ird > 0 && now.saturating_sub(*from) >= self.quiet_cycles {
+                    *ird -= 1;
+                    *count = 0;
+                    *from = now;
+                }
+            }
+        }
         if !self.cores.is_empty() && self.now.checked_rem(TIMER_CYCLES) == Some(0) {
             let now_ns = self.now_ns();
             for c in &mut self.cores {
@@ -847,10 +983,21 @@ impl Sim {
             qntz_fb: fb.qntz_fb,
             culprit: Culprit {
                 src: self.host_mac[p.src_host as usize],
-                dst: self.host_mac[p.dst_host as usize],
+                dst: self.culprit_dst(&p),
             },
         };
-        if self.cores[s as usize].on_congestion(&sample, now_ns) == CnmRoute::OwnHost {
+        let own = match self.cores.get_mut(s as usize) {
+            Some(core) => core.on_congestion(&sample, now_ns) == CnmRoute::OwnHost,
+            None => {
+                // IBA CC: the source host's adapter is the reaction point.
+                let own = p.src_sw == s;
+                if own {
+                    self.iba_notify(p.src_host);
+                }
+                own
+            }
+        };
+        if own {
             // The CNM is for one of this switch's own hosts: it never crosses a fabric port,
             // so only source processing reacts to it.
             self.stats.cnm_to_self += 1;
@@ -884,6 +1031,12 @@ impl Sim {
             divert: false,
             flow: NONE,
             lane: 0,
+            path: p.path,
+            hops: 0,
+            dim: NO_DIM,
+            epoch: 0,
+            dateline: false,
+            culprit_src: p.src_host,
         };
         let id = self.alloc(cnm);
         self.out_q[idx].push_back(id);
@@ -1060,7 +1213,50 @@ impl Sim {
             return self.host_gp[p.dst_host as usize];
         }
         let at_source = s == p.src_sw && p.ghops == 0;
+        if self.cfg.routing == Routing::Drb {
+            if at_source && p.hops == 0 && !p.decided {
+                // The pair's multipath group draws a hash slot for the new flow.
+                let slot: u8 = self.rng.gen();
+                let dst = self.host_mac[p.dst_host as usize];
+                let path = self.cores[s as usize].select_path(dst, slot).unwrap_or(0);
+                let q = &mut self.pkts[id as usize];
+                q.path = path;
+                q.decided = true;
+            }
+            let q = self.pkts[id as usize];
+            if q.path > 0 {
+                let hop = self
+                    .paths
+                    .get(&(q.src_sw, q.dst_sw))
+                    .and_then(|l| l.get(usize::from(q.path)))
+                    .and_then(|l| l.get(usize::from(q.hops)))
+                    .copied();
+                if let Some(gp) = hop {
+                    return gp;
+                }
+            }
+            return self.minimal_gp(s, p.dst_sw, id);
+        }
         let inter = self.sw_group[s as usize] != self.sw_group[p.dst_sw as usize];
+        if let (Routing::QcnSw(_), None, true, false, true) =
+            (self.cfg.routing, self.df, at_source, p.decided, inter)
+        {
+            // A fat-tree's decision points choose among the up ports (all minimal).
+            let slot: u8 = self.rng.gen();
+            let dst = self.host_mac[p.dst_host as usize];
+            let forced = self.cores[s as usize]
+                .select(dst, slot)
+                .map_or(NONE, |pno| self.gp_of(s, pno));
+            let q = &mut self.pkts[id as usize];
+            q.forced = forced;
+            q.decided = true;
+        }
+        if self.df.is_none() && p.hops == 0 && s == p.src_sw {
+            let f = self.pkts[id as usize].forced;
+            if f != NONE {
+                return f;
+            }
+        }
         if at_source && !p.decided && !inter && self.cfg.routing == Routing::Valiant {
             // Valiant also sends intra-group traffic through another group.
             let g = self.sw_group[s as usize];
@@ -1254,6 +1450,8 @@ impl Sim {
                 if self.gp_global[g] {
                     self.pkts[id as usize].ghops += 1;
                 }
+                let q = &mut self.pkts[id as usize];
+                q.hops = q.hops.saturating_add(1);
                 if !self.cores.is_empty() {
                     let now_ns = self.now_ns();
                     let bytes = u64::from(len) * u64::from(self.cfg.phit_bytes);
@@ -1321,11 +1519,23 @@ impl Sim {
                 if out == NONE {
                     continue;
                 }
-                let ov = if p.cnm {
-                    self.cnm_vc
+                let (ov, class) = if p.cnm {
+                    (self.cnm_vc, None)
+                } else if self.gp_host[out as usize] != NONE {
+                    // Delivery: the packet's lane, first phase.
+                    (usize::from(p.lane) * self.phases, None)
+                } else if let Some(c) = self.cube {
+                    let cl = cube_class(&c, &self.pkts[id as usize], s, self.gp_pno[out as usize]);
+                    (cl.0.min(self.ndata - 1), Some(cl))
+                } else if self.cfg.routing == Routing::Drb {
+                    (usize::from(p.hops).min(self.ndata - 1), None)
                 } else {
                     let q = &self.pkts[id as usize];
-                    usize::from(q.lane) * self.phases + usize::from(q.ghops).min(self.phases - 1)
+                    (
+                        usize::from(q.lane) * self.phases
+                            + usize::from(q.ghops).min(self.phases - 1),
+                        None,
+                    )
                 };
                 let o = out as usize;
                 let cap = if p.cnm {
@@ -1376,6 +1586,10 @@ impl Sim {
                     );
                 }
                 self.pkts[id as usize].route = NONE;
+                if let Some((_, dim, epoch, dateline)) = class {
+                    let q = &mut self.pkts[id as usize];
+                    (q.dim, q.epoch, q.dateline) = (dim, epoch, dateline);
+                }
                 if !p.cnm && s == p.src_sw && p.ghops == 0 {
                     let inter = self.sw_group[s as usize] != self.sw_group[p.dst_sw as usize];
                     if inter && self.df.is_some() {
@@ -1406,7 +1620,7 @@ impl Sim {
             let n = self.sw_hosts[s as usize].len();
             for i in 0..n {
                 let h = self.sw_hosts[s as usize][i] as usize;
-                if self.host_busy[h] > now {
+                if self.host_busy[h] > now || self.host_hold[h] > now {
                     continue;
                 }
                 // The first lane, from the round-robin start, with a packet and its credits.
@@ -1455,6 +1669,12 @@ impl Sim {
                     divert: false,
                     flow,
                     lane: u8::try_from(lane).unwrap_or(0),
+                    path: 0,
+                    hops: 0,
+                    dim: NO_DIM,
+                    epoch: 0,
+                    dateline: false,
+                    culprit_src: NONE,
                 };
                 if flow != NONE {
                     self.transfer_injected(flow);
@@ -1464,6 +1684,10 @@ impl Sim {
                     self.host_data[h] += u64::from(self.len);
                 }
                 self.host_busy[h] = now + u64::from(self.len);
+                if self.ird[h] > 0 {
+                    // Rate B/(1+IRD): the packet's own time on the link, IRD times over.
+                    self.host_hold[h] = now + u64::from(self.len) * (1 + u64::from(self.ird[h]));
+                }
                 self.host_credit[h * nl + lane] -= self.len;
                 let gp = self.host_gp[h];
                 let lat = self.gp_lat[gp as usize];
@@ -1471,6 +1695,48 @@ impl Sim {
                 self.schedule(lat, Ev::Head { gp, v, pkt: id });
             }
         }
+    }
+
+    /// The destination MAC of a data packet as the fabric sees it: path-tagged on a DRB
+    /// alternative, the host's own otherwise.
+    fn culprit_dst(&self, p: &Pkt) -> MacAddr {
+        self.tagged(p.dst_host, p.path, p.src_sw)
+    }
+
+    fn tagged(&self, host: u32, path: u8, src_sw: u32) -> MacAddr {
+        let mac = self
+            .host_mac
+            .get(host as usize)
+            .copied()
+            .unwrap_or(MacAddr::ZERO);
+        if path == 0 {
+            return mac;
+        }
+        let tag = self.src_tag.get(src_sw as usize).copied().unwrap_or(0);
+        tagged_mac(mac, path, tag)
+    }
+
+    /// IBA CC: a notification about host `h`'s packet.
+    fn iba_notify(&mut self, h: u32) {
+        let now = self.now;
+        let (Some(ird), Some(count), Some(from)) = (
+            self.ird.get_mut(h as usize),
+            self.ird_count.get_mut(h as usize),
+            self.ird_quiet_from.get_mut(h as usize),
+        ) else {
+            return;
+        };
+        *from = now;
+        *count += 1;
+        if *count >= IBA_PER_STEP {
+            *count = 0;
+            *ird = (*ird + 1).min(IBA_MAX_IRD);
+        }
+    }
+
+    /// IBA CC: the hosts' IRD now.
+    pub fn ird(&self) -> &[u32] {
+        &self.ird
     }
 
     /// A CNM reached the switch it was sent to (through input port `g`): its core takes it.
@@ -1496,11 +1762,76 @@ impl Sim {
         self.free.push(id);
         self.stats.cnm_delivered += 1;
         let now_ns = self.now_ns();
-        let (port, culprit_dst) = (self.gp_pno[g], self.host_mac[p.encap_dst as usize]);
+        let port = self.gp_pno[g];
+        let culprit_dst = self.tagged(p.encap_dst, p.path, s);
         if let Some(core) = self.cores.get_mut(s as usize) {
             core.on_cnm(port, culprit_dst, p.cnm_fb, now_ns);
+        } else if self.cfg.routing == Routing::IbaCc {
+            self.iba_notify(p.culprit_src);
         }
     }
+}
+
+/// The dateline class of a packet leaving switch `s` on port `pno` of a torus or mesh: its VC
+/// and the state after the hop (see the module documentation).
+fn cube_class(c: &Cube, p: &Pkt, s: u32, pno: u32) -> (usize, u8, u8, bool) {
+    let Some((d, _)) = c.port_dim(pno) else {
+        return (0, p.dim, p.epoch, p.dateline);
+    };
+    let d = u8::try_from(d).unwrap_or(0);
+    let (epoch, mut dateline) = if p.dim == NO_DIM || d > p.dim {
+        (p.epoch, false)
+    } else if d < p.dim {
+        (p.epoch.saturating_add(1), false)
+    } else {
+        (p.epoch, p.dateline)
+    };
+    if c.crosses_dateline(s, pno) {
+        dateline = true;
+    }
+    (
+        2 * usize::from(epoch) + usize::from(dateline),
+        d,
+        epoch,
+        dateline,
+    )
+}
+
+/// The data VCs a path needs on a torus or mesh (one more than its highest class).
+fn vcs_needed(c: &Cube, path: &[(usize, u32)]) -> usize {
+    let mut p = Pkt {
+        gen: 0,
+        ready: 0,
+        dst_host: NONE,
+        src_host: NONE,
+        encap_dst: NONE,
+        src_sw: 0,
+        dst_sw: 0,
+        via: NONE,
+        forced: NONE,
+        route: NONE,
+        len: 1,
+        ghops: 0,
+        cnm: false,
+        cnm_fb: 0,
+        decided: false,
+        divert: false,
+        flow: NONE,
+        lane: 0,
+        path: 0,
+        hops: 0,
+        dim: NO_DIM,
+        epoch: 0,
+        dateline: false,
+        culprit_src: NONE,
+    };
+    let mut need = 1;
+    for &(x, pno) in path {
+        let (vc, dim, epoch, dateline) = cube_class(c, &p, u32::try_from(x).unwrap_or(0), pno);
+        need = need.max(vc + 1);
+        (p.dim, p.epoch, p.dateline) = (dim, epoch, dateline);
+    }
+    need
 }
 
 /// One [`SwitchCore`] per switch, each having learned its switch's decision points from the
@@ -1508,13 +1839,14 @@ impl Sim {
 /// controller's flows), so the simulated QCN-SW is the agent's.
 fn learned_cores(
     fabric: &Fabric,
+    opts: &PlanOptions,
     policy: &fabricflow_agent::policy::PolicyConfig,
     weights: &fabricflow_agent::weights::WeightsConfig,
     link: PortLink,
 ) -> Result<Vec<SwitchCore>, SpecError> {
     let invalid = |e: String| SpecError::Invalid(e);
-    let desired = desired_state(fabric, &PlanOptions::default(), &BTreeSet::new())
-        .map_err(|e| invalid(e.to_string()))?;
+    let desired =
+        desired_state(fabric, opts, &BTreeSet::new()).map_err(|e| invalid(e.to_string()))?;
     let conv = PlanConventions::default();
     let mut cores = Vec::with_capacity(fabric.switches().len());
     for sw in fabric.switches() {

@@ -380,3 +380,18 @@ pub fn write_csvs(dir: &Path, cfg: &SimConfig, results: &[LoadResult]) -> std::i
     }
     Ok(())
 }
+
+/// The busiest switch-to-switch link's load over the measurement window, phits per cycle
+/// (1 = the link never idle), from the first and last port-counter samples; `None` without
+/// port counters (`port_stats_interval` off).
+pub fn max_link_load(r: &LoadResult) -> Option<f64> {
+    let (first, last) = (r.port_stats.first()?, r.port_stats.last()?);
+    let cycles = last.cycle.checked_sub(first.cycle).filter(|&c| c > 0)? as f64;
+    first
+        .counters
+        .iter()
+        .zip(&last.counters)
+        .filter(|(a, _)| a.direction == port_stats::Direction::Tx && a.role.is_fabric())
+        .map(|(a, b)| b.xmit_data_phits.saturating_sub(a.xmit_data_phits) as f64 / cycles)
+        .reduce(f64::max)
+}

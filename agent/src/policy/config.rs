@@ -5,6 +5,7 @@ use fabricflow_proto::cnm::MAX_QNTZ_FB;
 use serde::{Deserialize, Serialize};
 
 use super::{UpdatePolicy, Variant};
+use crate::drb::DrbConfig;
 use crate::error::{as_f64, check, ConfigError};
 
 /// Constants of the QCN-SW policy engine (DESIGN §5, QCN.md "QCN-SW constants").
@@ -21,6 +22,9 @@ use crate::error::{as_f64, check, ConfigError};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
+    /// Which reaction runs at this switch. Default `qcn-sw` (everything below but `drb`);
+    /// `drb` runs [`crate::drb`] on the controller's multipath plan (`plan --multipath`).
+    pub kind: PolicyKind,
     /// Which published variant runs. Default `combined` (source processing + feedback
     /// comparison): with `source_comparison` and Fb ageing it was the sweep's best; the
     /// published default is `base`.
@@ -102,6 +106,19 @@ pub struct PolicyConfig {
     /// minimal path wherever the candidates carry other groups' transit, ADV+h: simulated
     /// Dragonfly(3,6,3) ADV+3 at 0.8, 0.266 raising, 0.289 holding; `sim/scripts/one-config.sh`.)
     pub fbcomp_reference: FbReference,
+    /// DRB's constants (`[policy.drb]`), used when `kind = "drb"`.
+    pub drb: DrbConfig,
+}
+
+/// Which reaction a switch runs (`policy.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyKind {
+    /// QCN-SW: P(p) per decision point (this module).
+    #[default]
+    QcnSw,
+    /// DRB: multipath expansion per destination switch ([`crate::drb`]).
+    Drb,
 }
 
 /// The reference feedback comparison measures Fb(p) against (see `PolicyConfig::fbcomp_reference`).
@@ -153,6 +170,8 @@ impl PolicyConfig {
             fb_max_age_line_bytes: 0,
             source_comparison: false,
             fbcomp_reference: FbReference::FabricAverage,
+            kind: PolicyKind::QcnSw,
+            drb: DrbConfig::default(),
         }
     }
 
@@ -225,6 +244,7 @@ impl PolicyConfig {
                 "policy.fbcomp_th1 must not exceed policy.fbcomp_th2",
             ));
         }
+        self.drb.validate()?;
         if let Some(t) = self.increase_timer_line_bytes {
             check(
                 t > 0,

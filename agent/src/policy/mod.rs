@@ -48,7 +48,7 @@ mod event;
 mod update;
 mod variant;
 
-pub use config::{FbReference, PolicyConfig};
+pub use config::{FbReference, PolicyConfig, PolicyKind};
 pub use event::{Cause, Counters, Effects, Event, PChange};
 pub use update::{UpdatePolicy, P_MAX_PERCENT};
 pub use variant::Variant;

@@ -48,8 +48,19 @@
 //! destination through the group the packet came from). So a global candidate whose peer would
 //! send it back, or a detour global port whose peer would, is never chosen; a candidate that
 //! cannot move on for every destination of its decision point is left out of the group.
+//!
+//! **Multipath (DRB, [`PlanOptions::multipath`]):** instead of decision points, every switch
+//! with hosts gets, per remote destination host whose switch has alternative paths, a SELECT
+//! group (id `PATH_GROUP_BASE` + host index) whose bucket i sends the packet on path i of the
+//! pair ([`paths`]): bucket 0 the untagged minimal route, bucket i ≥ 1 writes the path-tagged
+//! destination MAC and outputs to the path's first hop, then a weight-1 padding bucket to the
+//! minimal route. Table 1 sends each such host (exact MAC) to its group; table 2 holds one rule
+//! per alternative passing through the switch (tagged `/40`) and, at the destination, a rule per
+//! host that matches any tag and writes the host's own MAC back before delivery. Initial weights
+//! put every flow on path 0; the agent's DRB policy opens the others.
 
 pub mod ir;
+pub mod paths;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -81,12 +92,17 @@ pub mod priority {
     pub const FORWARD_BASE: u16 = 1000;
     /// Diversion-by-arrival-port rules: above every destination rule.
     pub const DIVERT_BASE: u16 = 2000;
+    /// Multipath transit rules (tagged switch prefix, `/40` of the tagged MAC).
+    pub const PATH_TRANSIT: u16 = FORWARD_BASE + 44;
+    /// Multipath egress: a host's address with any tag, written back untagged.
+    pub const PATH_EGRESS: u16 = FORWARD_BASE + 47;
 }
 
 pub use fabricflow_proto::conventions::{
     AGENT_CONTROLLER_ID as DEFAULT_AGENT_CONTROLLER_ID, DECISION_GROUP_BASE as DEFAULT_GROUP_BASE,
     PLAN_COOKIE as DEFAULT_COOKIE,
 };
+pub use fabricflow_proto::conventions::{PATH_GROUP_BASE, PATH_GROUP_SPAN};
 
 /// Lossless (PFC) option: PCP by hop phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -109,6 +125,8 @@ pub struct PlanOptions {
     pub lossless: Option<Lossless>,
     /// Links to plan around.
     pub failed: BTreeSet<Link>,
+    /// Path-tagged multipath rules for DRB instead of decision points (`None`: off).
+    pub multipath: Option<paths::Multipath>,
 }
 
 impl Default for PlanOptions {
@@ -122,6 +140,7 @@ impl Default for PlanOptions {
             arp_responder: true,
             lossless: None,
             failed: BTreeSet::new(),
+            multipath: None,
         }
     }
 }
@@ -139,6 +158,8 @@ pub enum PlanError {
     },
     #[error("lossless VLAN id {0} out of range 1..=4094")]
     VlanId(u16),
+    #[error("multipath: {0}")]
+    Multipath(#[from] paths::PathError),
 }
 
 /// The desired state of one switch.
@@ -172,6 +193,27 @@ impl Plan {
         opts: &PlanOptions,
     ) -> Result<Plan, PlanError> {
         Planner::new(fabric, routes, opts)?.run()
+    }
+
+    /// The multipath path sets `opts.multipath` asks for (routes computed around
+    /// `opts.failed`), as [`Plan::build`] installs them; `None` when multipath is off.
+    pub fn path_plan(
+        fabric: &Fabric,
+        opts: &PlanOptions,
+    ) -> Result<Option<paths::PathPlan>, PlanError> {
+        let Some(mp) = &opts.multipath else {
+            return Ok(None);
+        };
+        let routes = Routes::compute(fabric, &opts.failed);
+        let planner = Planner::new(fabric, &routes, opts)?;
+        let primary = |x: SwitchId, t: SwitchId| planner.primary(x, t);
+        Ok(Some(paths::plan_paths(
+            fabric,
+            &routes,
+            &opts.failed,
+            mp,
+            &primary,
+        )?))
     }
 
     /// The plan of one switch.
@@ -229,6 +271,9 @@ impl<'a> Planner<'a> {
         if let Some(l) = opts.lossless {
             if !(1..=4094).contains(&l.vlan_vid) {
                 return Err(PlanError::VlanId(l.vlan_vid));
+            }
+            if opts.multipath.is_some() {
+                return Err(paths::PathError::Lossless.into());
             }
         }
         let dragonfly = matches!(fabric.kind(), FabricKind::Dragonfly { .. });
@@ -424,14 +469,35 @@ impl<'a> Planner<'a> {
 
     fn run(&self) -> Result<Plan, PlanError> {
         let n = self.fabric.switches().len();
+        let path_plan = match &self.opts.multipath {
+            Some(mp) => {
+                let primary = |x: SwitchId, t: SwitchId| self.primary(x, t);
+                Some(paths::plan_paths(
+                    self.fabric,
+                    self.routes,
+                    &self.opts.failed,
+                    mp,
+                    &primary,
+                )?)
+            }
+            None => None,
+        };
         let mut dps = Vec::with_capacity(n);
         for x in 0..n {
-            dps.push(self.decision_points(x));
+            dps.push(if path_plan.is_some() {
+                BTreeMap::new()
+            } else {
+                self.decision_points(x)
+            });
         }
         let diverts = self.diverts(&dps);
         let mut switches = Vec::with_capacity(n);
         for (x, dp) in dps.iter().enumerate() {
-            switches.push(self.switch_plan(x, dp, diverts.get(&x))?);
+            let mut sp = self.switch_plan(x, dp, diverts.get(&x))?;
+            if let Some(pp) = &path_plan {
+                self.path_rules(x, pp, &mut sp);
+            }
+            switches.push(sp);
         }
         Ok(Plan { switches })
     }
@@ -812,6 +878,135 @@ impl<'a> Planner<'a> {
             flows,
             groups,
         })
+    }
+}
+
+impl Planner<'_> {
+    /// Adds switch x's multipath groups and rules (module docs, "Multipath").
+    fn path_rules(&self, x: SwitchId, pp: &paths::PathPlan, sp: &mut SwitchPlan) {
+        let Some(sw) = self.fabric.switch(x) else {
+            return;
+        };
+        let flows = &mut sp.flows;
+        let mut tagged_switch_mac = |t: SwitchId, i: u8, tag: u8, port: PortNo| {
+            let g = self.group_of(t).unwrap_or(0);
+            let m = Match {
+                eth_dst: Some(Masked {
+                    value: paths::tagged_mac(Location::switch_mac(g, self.index_of(t)), i, tag),
+                    mask: addressing::SWITCH_MASK,
+                }),
+                ..Default::default()
+            };
+            flows.push(self.flow(
+                TABLE_TRANSIT,
+                priority::PATH_TRANSIT,
+                m,
+                Instructions::apply(vec![Action::Output(port)]),
+            ));
+        };
+        // Transit: every alternative through x (not starting at x).
+        for (&(s, t), list) in &pp.pairs {
+            let Some(tag) = pp.source_tag(s) else {
+                continue;
+            };
+            for (i, path) in list.iter().enumerate().skip(1) {
+                let Ok(i) = u8::try_from(i) else { continue };
+                for &(y, port) in path.iter().skip(1) {
+                    if y == x {
+                        tagged_switch_mac(t, i, tag, port);
+                    }
+                }
+            }
+        }
+        // Egress: own hosts with any tag, untagged on delivery.
+        for p in sw.host_ports() {
+            let Peer::Host(h) = p.peer else { continue };
+            let Some(host) = self.fabric.host(h) else {
+                continue;
+            };
+            let m = Match {
+                eth_dst: Some(Masked {
+                    value: host.location.mac(),
+                    mask: paths::ANY_TAG_HOST_MASK,
+                }),
+                ..Default::default()
+            };
+            sp.flows.push(self.flow(
+                TABLE_TRANSIT,
+                priority::PATH_EGRESS,
+                m,
+                Instructions::apply(vec![
+                    Action::SetField {
+                        field: Field::EthDst,
+                        value: host.location.mac().to_u64(),
+                    },
+                    Action::Output(p.no),
+                ]),
+            ));
+        }
+        // Inject: one group per remote host whose pair has alternatives.
+        if let Some(tag) = pp.source_tag(x) {
+            for (h, host) in self.fabric.hosts().iter().enumerate() {
+                let list = pp.paths(x, host.switch);
+                if list.len() < 2 {
+                    continue;
+                }
+                let Some(id) = u32::try_from(h)
+                    .ok()
+                    .filter(|&h| h < PATH_GROUP_SPAN)
+                    .and_then(|h| PATH_GROUP_BASE.checked_add(h))
+                else {
+                    continue;
+                };
+                let mac = host.location.mac();
+                let bucket = |i: usize, weight: u16| -> Option<Bucket> {
+                    let &(_, port) = list.get(i)?.first()?;
+                    let mut actions = Vec::new();
+                    if i > 0 {
+                        let i = u8::try_from(i).ok()?;
+                        actions.push(Action::SetField {
+                            field: Field::EthDst,
+                            value: paths::tagged_mac(mac, i, tag).to_u64(),
+                        });
+                    }
+                    actions.push(Action::Output(port));
+                    Some(Bucket {
+                        weight,
+                        watch_port: Some(port),
+                        actions,
+                    })
+                };
+                let buckets: Vec<Bucket> = (0..list.len())
+                    .filter_map(|i| bucket(i, if i == 0 { 255 } else { 0 }))
+                    .chain(bucket(0, 1))
+                    .collect();
+                sp.groups.push(Group {
+                    id,
+                    kind: GroupType::Select,
+                    buckets,
+                });
+                sp.flows.push(self.flow(
+                    TABLE_INJECT,
+                    priority::FORWARD_BASE + 48,
+                    Match {
+                        eth_dst: Some(Masked {
+                            value: mac,
+                            mask: addressing::HOST_MASK,
+                        }),
+                        ..Default::default()
+                    },
+                    Instructions::apply(vec![Action::Group(id)]),
+                ));
+            }
+        }
+        sp.groups.sort_unstable_by_key(|g| g.id);
+        sp.flows.sort_unstable_by(|a, b| {
+            (a.table, std::cmp::Reverse(a.priority), &a.matches).cmp(&(
+                b.table,
+                std::cmp::Reverse(b.priority),
+                &b.matches,
+            ))
+        });
     }
 }
 

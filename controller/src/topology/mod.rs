@@ -6,8 +6,10 @@
 //! a connected switch graph. Errors name the offending item.
 //!
 //! Spec spelling shared by every tool ([`TopologySpec`]): `dragonfly:p=2,a=4,h=2`,
-//! `fattree:k=4,n=3` (`fattree:k=4,n=3,w=2`: with horizontal links of width 2), `file:PATH`.
+//! `fattree:k=4,n=3` (`fattree:k=4,n=3,w=2`: with horizontal links of width 2),
+//! `leafspine:l=36,s=18,p=18`, `torus:k=4,n=2,p=1`, `mesh:k=4,n=2,p=2`, `file:PATH`.
 
+pub mod cube;
 pub mod dragonfly;
 pub mod fattree;
 pub mod file;
@@ -188,6 +190,18 @@ pub enum FabricKind {
         spines: u32,
         hosts: u32,
     },
+    /// k-ary n-cube with wrap-around links, p hosts per switch ([`cube`]).
+    Torus {
+        k: u32,
+        n: u32,
+        p: u32,
+    },
+    /// k-ary n-cube without wrap-around links ([`cube`]).
+    Mesh {
+        k: u32,
+        n: u32,
+        p: u32,
+    },
     File,
 }
 
@@ -198,7 +212,7 @@ fn is_zero(v: &u32) -> bool {
 /// Errors describing a fabric: each names the offending item.
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
-    #[error("invalid topology spec {spec:?}: {reason}; expected dragonfly:p=P,a=A,h=H, fattree:k=K,n=N[,w=W], leafspine:l=L,s=S,p=P or file:PATH")]
+    #[error("invalid topology spec {spec:?}: {reason}; expected dragonfly:p=P,a=A,h=H, fattree:k=K,n=N[,w=W], leafspine:l=L,s=S,p=P, torus:k=K,n=N[,p=P], mesh:k=K,n=N[,p=P] or file:PATH")]
     Spec { spec: String, reason: String },
     #[error("{topology} parameter {name}={value} out of range: {reason}")]
     ParamOutOfRange {
@@ -729,6 +743,18 @@ pub enum TopologySpec {
         s: u32,
         p: u32,
     },
+    /// `torus:k=K,n=N,p=P` (p optional, default 1).
+    Torus {
+        k: u32,
+        n: u32,
+        p: u32,
+    },
+    /// `mesh:k=K,n=N,p=P` (p optional, default 1).
+    Mesh {
+        k: u32,
+        n: u32,
+        p: u32,
+    },
     File(PathBuf),
 }
 
@@ -739,6 +765,8 @@ impl TopologySpec {
             TopologySpec::Dragonfly { p, a, h } => dragonfly::build(*p, *a, *h),
             TopologySpec::FatTree { k, n, w } => fattree::build_extended(*k, *n, *w),
             TopologySpec::LeafSpine { l, s, p } => leafspine::build(*l, *s, *p),
+            TopologySpec::Torus { k, n, p } => cube::build(*k, *n, *p, true),
+            TopologySpec::Mesh { k, n, p } => cube::build(*k, *n, *p, false),
             TopologySpec::File(path) => file::load(path),
         }
     }
@@ -751,6 +779,8 @@ impl fmt::Display for TopologySpec {
             TopologySpec::FatTree { k, n, w: 0 } => write!(f, "fattree:k={k},n={n}"),
             TopologySpec::FatTree { k, n, w } => write!(f, "fattree:k={k},n={n},w={w}"),
             TopologySpec::LeafSpine { l, s, p } => write!(f, "leafspine:l={l},s={s},p={p}"),
+            TopologySpec::Torus { k, n, p } => write!(f, "torus:k={k},n={n},p={p}"),
+            TopologySpec::Mesh { k, n, p } => write!(f, "mesh:k={k},n={n},p={p}"),
             TopologySpec::File(path) => write!(f, "file:{}", path.display()),
         }
     }
@@ -774,6 +804,7 @@ impl FromStr for TopologySpec {
             "dragonfly" => &["p", "a", "h"],
             "fattree" => &["k", "n", "w"],
             "leafspine" => &["l", "s", "p"],
+            "torus" | "mesh" => &["k", "n", "p"],
             _ => return Err(bad(&format!("unknown topology kind {kind:?}"))),
         };
         let mut values: BTreeMap<&str, u32> = BTreeMap::new();
@@ -800,6 +831,14 @@ impl FromStr for TopologySpec {
                 .ok_or_else(|| bad(&format!("missing {n}")))
         };
         match kind {
+            "torus" | "mesh" => {
+                let (k, n, p) = (get("k")?, get("n")?, values.get("p").copied().unwrap_or(1));
+                Ok(if kind == "torus" {
+                    TopologySpec::Torus { k, n, p }
+                } else {
+                    TopologySpec::Mesh { k, n, p }
+                })
+            }
             "dragonfly" => Ok(TopologySpec::Dragonfly {
                 p: get("p")?,
                 a: get("a")?,
@@ -830,6 +869,8 @@ mod tests {
             "fattree:k=4,n=3",
             "fattree:k=4,n=3,w=2",
             "leafspine:l=36,s=18,p=18",
+            "torus:k=4,n=2,p=1",
+            "mesh:k=4,n=2,p=2",
             "file:/tmp/x.yaml",
         ] {
             let spec: TopologySpec = s.parse().unwrap();
@@ -837,6 +878,8 @@ mod tests {
         }
         let spec: TopologySpec = "dragonfly:h=1,a=2,p=1".parse().unwrap();
         assert_eq!(spec, TopologySpec::Dragonfly { p: 1, a: 2, h: 1 });
+        let spec: TopologySpec = "torus:k=8,n=2".parse().unwrap();
+        assert_eq!(spec, TopologySpec::Torus { k: 8, n: 2, p: 1 });
         for bad in [
             "dragonfly",
             "dragonfly:p=2,a=4",
@@ -844,6 +887,8 @@ mod tests {
             "dragonfly:p=2,a=4,h=2,q=1",
             "dragonfly:p=2,p=2,a=4,h=2",
             "torus:k=2",
+            "torus:n=2",
+            "mesh:k=4,n=2,q=1",
             "file:",
             "fattree:k=4;n=3",
         ] {
