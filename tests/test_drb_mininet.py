@@ -9,6 +9,7 @@ mininet/README.md "DRB results".
 """
 
 import os
+import unittest
 from pathlib import Path
 
 from fabrictest import FabricTestCase, t  # noqa: E402  (puts mininet/ on sys.path)
