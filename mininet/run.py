@@ -194,7 +194,7 @@ def _p_window(p_series, args, switches):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--topology", required=True)
-    ap.add_argument("--traffic", required=True, help="uniform | adv+K | hotspot[:C] | shuffle")
+    ap.add_argument("--traffic", required=True, help="uniform | adv+K | hotspot[:C] | linkhot[:C] | shuffle")
     ap.add_argument("--modes", default="minimal,valiant",
                     help=f"comma-separated, of: {', '.join(modes_registry.MODES)}")
     ap.add_argument("--duration", type=int, default=20)

@@ -72,7 +72,8 @@ enum Command {
         /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N[,w=W] | file:PATH
         #[arg(long)]
         topology: TopologySpec,
-        /// uniform | adv+K | hotspot[:C] (controller/src/traffic.rs defines each).
+        /// uniform | adv+K | hotspot[:C] | hotspots:N[:P] | linkhot[:C] | shuffle
+        /// (controller/src/traffic.rs defines each).
         #[arg(long)]
         traffic: Pattern,
         #[arg(long, default_value_t = 1)]
@@ -429,7 +430,8 @@ struct BoundArgs {
     /// dragonfly:p=P,a=A,h=H | fattree:k=K,n=N[,w=W] | file:PATH
     #[arg(long)]
     topology: TopologySpec,
-    /// uniform | adv+K | hotspot[:C] (controller/src/traffic.rs defines each).
+    /// uniform | adv+K | hotspot[:C] | hotspots:N[:P] | linkhot[:C] | shuffle
+    /// (controller/src/traffic.rs defines each).
     #[arg(long)]
     traffic: String,
     #[arg(long, default_value_t = 1)]

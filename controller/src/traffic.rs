@@ -28,6 +28,19 @@
 //!   distribution is P % on the hot spot plus (100 − P) % uniform, and
 //!   [`Destinations::flows`] samples only its uniform part (one flow per host cannot carry a
 //!   share).
+//! - `linkhot` = `linkhot:2`, `linkhot:C` (C ≥ 1): a *link* hot spot on a torus or mesh
+//!   (k-ary n-cube, n ≥ 2; on any other fabric [`TrafficError::NotACube`]). The seed picks a
+//!   switch `a` with coordinates (x, y, …); the C *hot source* switches are (x + i, y, …) and
+//!   their *hot destination* switches (x + C + i, y + 1, …), i = 0..C, coordinates mod k on a
+//!   torus (on a mesh `a` is picked among the switches where all of them fit). Host j of hot
+//!   source switch i sends everything to host j of hot destination switch i. Dimension-order
+//!   routes go C hops "+" along dimension 0 in row (y, …), then one hop "+" in dimension 1, so
+//!   all C·p hot flows cross the row's dimension-0 "+" link from x + C − 1 to x + C (the *hot
+//!   link*; the row's links from x to x + 2C − 1 carry 1..C of them), while their destinations
+//!   are distinct hosts; a second minimal route (dimension 1 first) avoids the row. Every other
+//!   host sends uniformly to every host but the hot sources (the hot destinations included).
+//!   Needs 2C ≤ k ([`TrafficError::HotRowTooShort`]) so that the row holds sources and
+//!   destinations apart and "+" is a minimal way round.
 //! - `shuffle`: the perfect shuffle: host i (of n) sends to host 2i mod (n − 1), and host n − 1
 //!   to itself; for n = 2^b that is the 1-bit left rotation of i's b bits. Hosts that map to
 //!   themselves (0 and n − 1) send nothing.
@@ -56,7 +69,8 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::topology::{Fabric, HostId};
+use crate::topology::cube::Cube;
+use crate::topology::{Fabric, FabricKind, HostId, PortNo, SwitchId};
 
 /// Contributors of plain `hotspot`.
 pub const DEFAULT_HOTSPOT_CONTRIBUTORS: u32 = 4;
@@ -80,7 +94,12 @@ pub enum Pattern {
     HotSpots { spots: u32, percent: u32 },
     /// `shuffle`.
     Shuffle,
+    /// `linkhot[:C]`: C hot source switches in one row whose flows share one link.
+    LinkHot { sources: u32 },
 }
+
+/// Hot source switches of plain `linkhot`.
+pub const DEFAULT_LINKHOT_SOURCES: u32 = 2;
 
 /// Percent of a `hotspots:N` contributor's packets that go to its hot spot (the seed's 5 %).
 pub const DEFAULT_HOTSPOTS_PERCENT: u32 = 5;
@@ -89,7 +108,7 @@ pub const DEFAULT_HOTSPOTS_PERCENT: u32 = 5;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TrafficError {
     #[error(
-        "unknown traffic pattern {0:?}; expected uniform, adv+K (K ≥ 1), hotspot[:C] (C ≥ 1), hotspots:N[:P] (N ≥ 1, 1 ≤ P ≤ 100) or shuffle"
+        "unknown traffic pattern {0:?}; expected uniform, adv+K (K ≥ 1), hotspot[:C] (C ≥ 1), hotspots:N[:P] (N ≥ 1, 1 ≤ P ≤ 100), linkhot[:C] (C ≥ 1) or shuffle"
     )]
     Parse(String),
     #[error("{pattern}: the fabric has {hosts} host(s); every pattern needs at least 2")]
@@ -100,6 +119,19 @@ pub enum TrafficError {
         "{pattern}: {hosts} host(s) cannot hold that many hot spots (at most one per 2 hosts)"
     )]
     TooManyHotSpots { pattern: Pattern, hosts: usize },
+    #[error(
+        "{pattern}: a link hot spot needs a torus or mesh of at least 2 dimensions, not {fabric:?}"
+    )]
+    NotACube {
+        pattern: Pattern,
+        fabric: FabricKind,
+    },
+    #[error("{pattern}: a row of {k} switches cannot hold 2 × {sources} hot source and destination switches")]
+    HotRowTooShort {
+        pattern: Pattern,
+        sources: u32,
+        k: u32,
+    },
     #[error("{pattern}: needs {wanted} contributors outside the hot host's group; {available} hosts are")]
     TooFewContributors {
         pattern: Pattern,
@@ -123,6 +155,9 @@ impl FromStr for Pattern {
             "hotspot" => Ok(Pattern::Hotspot {
                 contributors: DEFAULT_HOTSPOT_CONTRIBUTORS,
             }),
+            "linkhot" => Ok(Pattern::LinkHot {
+                sources: DEFAULT_LINKHOT_SOURCES,
+            }),
             _ => {
                 if let Some(k) = s.strip_prefix("adv+") {
                     Ok(Pattern::Adv(positive(k)?))
@@ -137,6 +172,10 @@ impl FromStr for Pattern {
                     Ok(Pattern::HotSpots {
                         spots: n,
                         percent: p,
+                    })
+                } else if let Some(c) = s.strip_prefix("linkhot:") {
+                    Ok(Pattern::LinkHot {
+                        sources: positive(c)?,
                     })
                 } else if let Some(c) = s.strip_prefix("hotspot:") {
                     Ok(Pattern::Hotspot {
@@ -165,13 +204,17 @@ impl fmt::Display for Pattern {
                 percent: DEFAULT_HOTSPOTS_PERCENT,
             } => write!(f, "hotspots:{spots}"),
             Pattern::HotSpots { spots, percent } => write!(f, "hotspots:{spots}:{percent}"),
+            Pattern::LinkHot {
+                sources: DEFAULT_LINKHOT_SOURCES,
+            } => f.write_str("linkhot"),
+            Pattern::LinkHot { sources } => write!(f, "linkhot:{sources}"),
         }
     }
 }
 
 impl Pattern {
     /// The pattern's destination distributions on `fabric`; `seed` picks the hosts of the
-    /// patterns that pick any (hotspot).
+    /// patterns that pick any (hotspot, linkhot).
     pub fn destinations(self, fabric: &Fabric, seed: u64) -> Result<Destinations, TrafficError> {
         Destinations::new(self, fabric, seed)
     }
@@ -328,6 +371,36 @@ impl Destinations {
                 }
                 (vec![vec![hot], rest], of)
             }
+            Pattern::LinkHot { sources } => {
+                let pairs = link_hot_pairs(pattern, sources, fabric, seed)?;
+                let mut hot_src: Vec<HostId> = pairs.iter().map(|&(s, _)| s).collect();
+                hot_src.sort_unstable();
+                let rest: Vec<HostId> = (0..n)
+                    .filter(|h| hot_src.binary_search(h).is_err())
+                    .collect();
+                let mut of = vec![None; n];
+                if rest.len() >= 2 {
+                    for (i, &r) in rest.iter().enumerate() {
+                        if let Some(t) = of.get_mut(r) {
+                            *t = Some(Target {
+                                set: 0,
+                                own: own(i),
+                            });
+                        }
+                    }
+                }
+                let mut sets = vec![rest];
+                for &(s, d) in &pairs {
+                    if let Some(t) = of.get_mut(s) {
+                        *t = Some(Target {
+                            set: sets.len(),
+                            own: None,
+                        });
+                    }
+                    sets.push(vec![d]);
+                }
+                (sets, of)
+            }
         };
         Ok(Destinations {
             pattern,
@@ -344,6 +417,20 @@ impl Destinations {
         v.sort_unstable();
         v.dedup();
         v
+    }
+
+    /// The hot flows of `linkhot`, (source, destination) sorted by source (empty for the other
+    /// patterns): the sources whose one target is a single host.
+    pub fn hot_flows(&self) -> Vec<(HostId, HostId)> {
+        if !matches!(self.pattern, Pattern::LinkHot { .. }) {
+            return Vec::new();
+        }
+        (0..self.of.len())
+            .filter_map(|h| match self.target(h) {
+                Some((t, &[d])) if t.own.is_none() => Some((h, d)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The hot spot `src` sends its share to (`hotspots:N`), if any.
@@ -427,6 +514,65 @@ impl Destinations {
     }
 }
 
+/// `linkhot`'s (hot source, hot destination) host pairs on a k-ary n-cube (module docs).
+fn link_hot_pairs(
+    pattern: Pattern,
+    sources: u32,
+    fabric: &Fabric,
+    seed: u64,
+) -> Result<Vec<(HostId, HostId)>, TrafficError> {
+    let kind = fabric.kind();
+    let cube = match kind {
+        FabricKind::Torus { k, n, p } if n >= 2 => Cube::new(k, n, p, true).ok(),
+        FabricKind::Mesh { k, n, p } if n >= 2 => Cube::new(k, n, p, false).ok(),
+        _ => None,
+    }
+    .ok_or(TrafficError::NotACube {
+        pattern,
+        fabric: kind,
+    })?;
+    let k = cube.k;
+    if sources.checked_mul(2).is_none_or(|w| w > k) {
+        return Err(TrafficError::HotRowTooShort {
+            pattern,
+            sources,
+            k,
+        });
+    }
+    // Start switches where every hot switch fits (all of them on a torus).
+    let starts: Vec<u32> = (0..cube.switches())
+        .filter(|&a| cube.wrap || (cube.coord(a, 0) + 2 * sources <= k && cube.coord(a, 1) + 1 < k))
+        .collect();
+    let mut rng = stream(seed, PICK_STREAM);
+    let a = *starts
+        .choose(&mut rng)
+        .ok_or(TrafficError::HotRowTooShort {
+            pattern,
+            sources,
+            k,
+        })?;
+    let (x, y) = (cube.coord(a, 0), cube.coord(a, 1));
+    let host_at: BTreeMap<(SwitchId, PortNo), HostId> = fabric
+        .hosts()
+        .iter()
+        .enumerate()
+        .map(|(h, host)| ((host.switch, host.port), h))
+        .collect();
+    let mut pairs = Vec::new();
+    for i in 0..sources {
+        let src = cube.with_coord(a, 0, (x + i) % k);
+        let dst = cube.with_coord(cube.with_coord(a, 0, (x + sources + i) % k), 1, (y + 1) % k);
+        for port in 1..=cube.p {
+            let at = |sw: u32| host_at.get(&(usize::try_from(sw).unwrap_or(usize::MAX), port));
+            if let (Some(&s), Some(&d)) = (at(src), at(dst)) {
+                pairs.push((s, d));
+            }
+        }
+    }
+    pairs.sort_unstable();
+    Ok(pairs)
+}
+
 /// Gives each sender one member of `set` other than itself, uniformly, with every member
 /// receiving ⌊senders / |set|⌋ or ⌈…⌉: a shuffle of `set` dealt out cyclically, redrawn while a
 /// sender got itself. The senders here are either `set` itself (a uniformly random derangement,
@@ -454,6 +600,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::TopologySpec;
+    use std::collections::BTreeSet;
 
     fn fabric(spec: &str) -> Fabric {
         spec.parse::<TopologySpec>().unwrap().build().unwrap()
@@ -494,6 +641,8 @@ mod tests {
                 },
             ),
             ("shuffle", Pattern::Shuffle),
+            ("linkhot", Pattern::LinkHot { sources: 2 }),
+            ("linkhot:3", Pattern::LinkHot { sources: 3 }),
         ] {
             assert_eq!(text.parse::<Pattern>(), Ok(p));
             assert_eq!(p.to_string(), text);
@@ -521,6 +670,9 @@ mod tests {
             "hotspot:",
             "hotspot:0",
             "hotspot:+2",
+            "linkhot:",
+            "linkhot:0",
+            "linkhot2",
             "hot",
             "uniform->adv+1@5",
         ] {
@@ -746,6 +898,149 @@ mod tests {
             percent: 5,
         };
         assert!(too_many.destinations(&f, 1).is_err());
+    }
+
+    /// The directed links (switch, output port) of the minimal route from `s` to `t`.
+    fn route_links(
+        f: &Fabric,
+        routes: &crate::routes::Routes,
+        s: SwitchId,
+        t: SwitchId,
+    ) -> Vec<(SwitchId, PortNo)> {
+        use crate::topology::Peer;
+        let mut out = Vec::new();
+        let mut at = s;
+        while at != t {
+            let port = routes.minimal(at, t)[0];
+            out.push((at, port));
+            match f.peer(at, port) {
+                Some(Peer::Switch { switch, .. }) => at = switch,
+                other => panic!("{at}:{port} leads to {other:?}"),
+            }
+            assert!(out.len() <= f.switches().len());
+        }
+        out
+    }
+
+    /// `linkhot:C`: the hot flows' minimal routes all cross one dimension-0 link, their
+    /// destinations are distinct, and everyone else sends uniformly to the non-hot-sources.
+    #[test]
+    fn linkhot_flows_share_one_link_with_distinct_destinations() {
+        for (spec, cube, counts) in [
+            (
+                "torus:k=8,n=2,p=1",
+                Cube::new(8, 2, 1, true).unwrap(),
+                vec![1, 2, 3, 4],
+            ),
+            (
+                "mesh:k=4,n=2,p=2",
+                Cube::new(4, 2, 2, false).unwrap(),
+                vec![1, 2],
+            ),
+            (
+                "torus:k=4,n=3,p=1",
+                Cube::new(4, 3, 1, true).unwrap(),
+                vec![1, 2],
+            ),
+        ] {
+            let f = fabric(spec);
+            let routes = crate::routes::Routes::compute(&f, &BTreeSet::new());
+            for c in counts {
+                let p = Pattern::LinkHot { sources: c };
+                for seed in 1..20 {
+                    let d = p.destinations(&f, seed).unwrap();
+                    let hot = d.hot_flows();
+                    let want = (c * cube.p) as usize;
+                    assert_eq!(hot.len(), want, "{spec} {p}");
+                    let dsts: BTreeSet<HostId> = hot.iter().map(|h| h.1).collect();
+                    let srcs: BTreeSet<HostId> = hot.iter().map(|h| h.0).collect();
+                    assert_eq!(dsts.len(), want, "{spec} {p}: destinations distinct");
+                    assert!(dsts.is_disjoint(&srcs));
+                    let mut shared: Option<BTreeSet<(SwitchId, PortNo)>> = None;
+                    for &(s, t) in &hot {
+                        assert_eq!(d.probability(s, t), 1.0);
+                        let mut rng = stream(seed, 0);
+                        assert_eq!(d.draw(s, &mut rng), Some(t));
+                        let (ss, ts) = (f.hosts()[s].switch, f.hosts()[t].switch);
+                        let links = route_links(&f, &routes, ss, ts);
+                        assert_eq!(links.len(), c as usize + 1, "{spec} {p}: C + 1 hops");
+                        let links: BTreeSet<_> = links.into_iter().collect();
+                        shared = Some(match shared {
+                            None => links,
+                            Some(x) => x.intersection(&links).copied().collect(),
+                        });
+                    }
+                    let shared = shared.unwrap();
+                    assert!(!shared.is_empty(), "{spec} {p} seed {seed}: no shared link");
+                    if c >= 2 {
+                        assert_eq!(shared.len(), 1, "{spec} {p}");
+                    }
+                    // The hot link: the dimension-0 "+" link into the first destination column.
+                    let row: Vec<_> = shared
+                        .iter()
+                        .filter(|&&(_, port)| cube.port_dim(port) == Some((0, true)))
+                        .collect();
+                    assert_eq!(row.len(), 1, "{spec} {p}: {shared:?}");
+                    // Background: every other host sends uniformly to every non-hot-source.
+                    let others = f.hosts().len() - want - 1;
+                    for s in (0..f.hosts().len()).filter(|s| !srcs.contains(s)) {
+                        for t in 0..f.hosts().len() {
+                            let want_p = if t == s || srcs.contains(&t) {
+                                0.0
+                            } else {
+                                1.0 / others as f64
+                            };
+                            assert!((d.probability(s, t) - want_p).abs() < 1e-12);
+                        }
+                    }
+                    // One flow per host: a hot destination gets its hot flow and at most one more.
+                    let fl = d.flows(seed);
+                    assert_eq!(fl.len(), f.hosts().len());
+                    assert!(hot.iter().all(|h| fl.contains(h)));
+                    assert!(receivers(&fl).values().all(|&n| n <= 2));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn linkhot_is_seeded_and_refused_off_cubes_or_on_short_rows() {
+        let f = fabric("torus:k=8,n=2,p=1");
+        let p = Pattern::LinkHot { sources: 2 };
+        let a = p.flows(&f, 5).unwrap();
+        assert_eq!(a, p.flows(&f, 5).unwrap());
+        assert_ne!(a, p.flows(&f, 6).unwrap());
+        let starts: BTreeSet<Vec<(HostId, HostId)>> = (0..40)
+            .map(|seed| p.destinations(&f, seed).unwrap().hot_flows())
+            .collect();
+        assert!(
+            starts.len() > 10,
+            "the seed picks the row: {}",
+            starts.len()
+        );
+        assert!(Pattern::Uniform
+            .destinations(&f, 1)
+            .unwrap()
+            .hot_flows()
+            .is_empty());
+        for (spec, c) in [("torus:k=8,n=2,p=1", 5), ("mesh:k=4,n=2,p=2", 3)] {
+            let e = Pattern::LinkHot { sources: c }
+                .destinations(&fabric(spec), 1)
+                .unwrap_err();
+            assert!(
+                matches!(e, TrafficError::HotRowTooShort { sources, .. } if sources == c),
+                "{e}"
+            );
+        }
+        for spec in [
+            "dragonfly:p=2,a=4,h=2",
+            "fattree:k=4,n=2",
+            "torus:k=8,n=1,p=1",
+        ] {
+            let e = p.destinations(&fabric(spec), 1).unwrap_err();
+            assert!(matches!(e, TrafficError::NotACube { .. }), "{spec}: {e}");
+            assert!(e.to_string().contains("torus or mesh"));
+        }
     }
 
     #[test]

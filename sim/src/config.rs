@@ -26,7 +26,7 @@ pub enum SpecError {
     #[error("unknown routing mode {0:?}; expected minimal, valiant, ugal-l, pause, qcnsw-base, qcnsw-sp, qcnsw-fc, qcnsw-combined, drb or iba-cc")]
     Routing(String),
     #[error(
-        "invalid traffic {0:?}; expected uniform, adv+K, hotspot[:C], shuffle or PATTERN->PATTERN@CYCLE"
+        "invalid traffic {0:?}; expected uniform, adv+K, hotspot[:C], hotspots:N[:P], linkhot[:C], shuffle or PATTERN->PATTERN@CYCLE"
     )]
     Traffic(String),
     #[error("invalid configuration: {0}")]

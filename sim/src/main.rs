@@ -21,7 +21,7 @@ struct Cli {
     /// minimal | valiant | ugal-l | pause | qcnsw-base | qcnsw-sp | qcnsw-fc | qcnsw-combined | drb | iba-cc
     #[arg(long, default_value = "minimal")]
     routing: Routing,
-    /// uniform | adv+K | hotspot[:C] | shuffle | A->B@CYCLE (e.g. uniform->adv+1@20000)
+    /// uniform | adv+K | hotspot[:C] | hotspots:N[:P] | linkhot[:C] | shuffle | A->B@CYCLE (e.g. uniform->adv+1@20000)
     #[arg(long, default_value = "uniform")]
     traffic: Traffic,
     /// One offered load (fraction of injection bandwidth).

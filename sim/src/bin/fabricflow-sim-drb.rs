@@ -4,7 +4,8 @@
 //! Rows: `topology,traffic,mode,offered_load,accepted,avg_latency_cycles,max_link_load`
 //! (accepted in phits/node/cycle, max_link_load the busiest switch-to-switch link's phits per
 //! cycle over the measurement window). Every mode of one topology runs with the same buffers
-//! and the same number of data VCs (what DRB's paths need for deadlock freedom).
+//! and the same number of data VCs (what DRB's paths need for deadlock freedom). `--hot-only`:
+//! just the hot-spot rows, into `OUT/drb-hot.csv`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,17 +58,24 @@ struct Cli {
     /// Only the torus and the mesh.
     #[arg(long)]
     cubes_only: bool,
+    /// Only the hot-spot rows (`hotspot` and `linkhot` on the torus and the mesh), into
+    /// OUT/drb-hot.csv instead of OUT/drb.csv.
+    #[arg(long)]
+    hot_only: bool,
+    /// The link hot spot's pattern on the torus and the mesh (`linkhot[:C]`).
+    #[arg(long, default_value = "linkhot")]
+    linkhot: Pattern,
 }
 
 #[derive(Debug, Clone)]
 struct Job {
     topology: &'static str,
-    traffic: &'static str,
+    traffic: String,
     mode: Routing,
     load: f64,
 }
 
-fn jobs(scale: Scale, cubes_only: bool) -> Vec<Job> {
+fn jobs(scale: Scale, cubes_only: bool, hot_only: bool, linkhot: Pattern) -> Vec<Job> {
     let shuffle_loads = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0];
     let mut out = Vec::new();
     let cubes: &[&str] = match scale {
@@ -77,23 +85,30 @@ fn jobs(scale: Scale, cubes_only: bool) -> Vec<Job> {
     let cube_modes = [Routing::Minimal, Routing::IbaCc, Routing::Drb];
     for &topology in cubes {
         for mode in cube_modes {
-            for load in shuffle_loads {
+            if !hot_only {
+                for load in shuffle_loads {
+                    out.push(Job {
+                        topology,
+                        traffic: "shuffle".to_owned(),
+                        mode,
+                        load,
+                    });
+                }
+            }
+            // An endpoint hot spot (4 hosts to one) and a link hot spot (2 switches' hosts
+            // whose minimal routes share one link, distinct destinations), both over
+            // background traffic at the same offered load.
+            for traffic in ["hotspot".to_owned(), linkhot.to_string()] {
                 out.push(Job {
                     topology,
-                    traffic: "shuffle",
+                    traffic,
                     mode,
-                    load,
+                    load: 0.3,
                 });
             }
-            out.push(Job {
-                topology,
-                traffic: "hotspot",
-                mode,
-                load: 0.3,
-            });
         }
     }
-    if scale == Scale::Seed && !cubes_only {
+    if scale == Scale::Seed && !cubes_only && !hot_only {
         let qcn = Routing::QcnSw(fabricflow_agent::policy::Variant::Combined);
         for (topology, traffics) in [
             ("dragonfly:p=2,a=4,h=2", ["uniform", "adv+1", "shuffle"]),
@@ -104,7 +119,7 @@ fn jobs(scale: Scale, cubes_only: bool) -> Vec<Job> {
                     for load in [0.2, 0.4, 0.6, 0.8] {
                         out.push(Job {
                             topology,
-                            traffic,
+                            traffic: traffic.to_owned(),
                             mode,
                             load,
                         });
@@ -129,7 +144,7 @@ fn main() -> ExitCode {
 fn real_main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     std::fs::create_dir_all(&cli.out).with_context(|| format!("{}", cli.out.display()))?;
-    let all = jobs(cli.scale, cli.cubes_only);
+    let all = jobs(cli.scale, cli.cubes_only, cli.hot_only, cli.linkhot);
     let next = Mutex::new(0usize);
     let rows: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
     let failed: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -170,7 +185,11 @@ fn real_main() -> anyhow::Result<()> {
         csv.push_str(r);
         csv.push('\n');
     }
-    let path = cli.out.join("drb.csv");
+    let path = cli.out.join(if cli.hot_only {
+        "drb-hot.csv"
+    } else {
+        "drb.csv"
+    });
     std::fs::write(&path, csv).with_context(|| format!("{}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())
