@@ -13,7 +13,6 @@ import unittest
 from pathlib import Path
 
 from fabrictest import FabricTestCase, t  # noqa: E402  (puts mininet/ on sys.path)
-import measure  # noqa: E402
 import modes  # noqa: E402
 import run as ffrun  # noqa: E402
 from fflaunch import FabricNet, has_subcommand  # noqa: E402
@@ -33,13 +32,7 @@ class DrbTests(FabricTestCase):
     def test_every_pair_reachable_on_the_multipath_plan(self):
         with FabricNet.for_mode(SPEC, RATES, modes.lookup("drb")) as fn:
             t(f"up {fn.timings}", self.t0)
-            first = measure.all_pairs_ping(fn, count=1, retry=True)
-            n = len(fn.net.hosts)
-            self.assertEqual(len(first), n * (n - 1))
-            self.assertEqual(sorted(p for p, ok in first.items() if not ok), [])
-            again = measure.all_pairs_ping(fn, count=2, retry=False)
-            self.assertEqual(sorted(p for p, ok in again.items() if not ok), [])
-            t(f"{len(again)} pairs, 0 % loss", self.t0)
+            t(f"{self.assert_all_pairs(fn)} pairs, 0 % loss", self.t0)
 
     def test_shuffle_drb_carries_at_least_dimension_order(self):
         out = Path(os.environ.get("FF_E2E_OUT", "/tmp/ff-e2e-drb"))

@@ -23,16 +23,7 @@ LARGE = os.environ.get("FF_E2E_LARGE", "1") != "0"
 
 
 class Base(FabricTestCase):
-    def assert_all_pairs(self, fn, count=2):
-        first = measure.all_pairs_ping(fn, count=1, retry=True)   # warms ARP; one retry
-        n = len(fn.net.hosts)
-        self.assertEqual(len(first), n * (n - 1))
-        bad = sorted(p for p, ok in first.items() if not ok)
-        self.assertEqual(bad, [], f"unreachable after retry: {bad[:10]}")
-        again = measure.all_pairs_ping(fn, count=count, retry=False)  # must be loss-free
-        bad = sorted(p for p, ok in again.items() if not ok)
-        self.assertEqual(bad, [], f"loss on {len(bad)} pairs: {bad[:10]}")
-        return len(again)
+    pass
 
 
 class PingTests(Base):

@@ -124,14 +124,7 @@ class QcnswTests(FabricTestCase):
         self.assertTrue(RUNTIMES, f"{CONTROLLER_BIN} and {AGENT_BIN} must have a `run` subcommand")
 
     def _all_pairs_answer(self, fn):
-        """Every ordered host pair answers a first ping (retried: ARP) and then two more."""
-        first = measure.all_pairs_ping(fn, count=1, retry=True)
-        n = len(fn.net.hosts)
-        self.assertEqual(len(first), n * (n - 1))
-        self.assertEqual(sorted(p for p, ok in first.items() if not ok), [])
-        again = measure.all_pairs_ping(fn, count=2, retry=False)
-        self.assertEqual(sorted(p for p, ok in again.items() if not ok), [])
-        t(f"{len(again)} pairs, 0 % loss", self.t0)
+        t(f"{self.assert_all_pairs(fn)} pairs, 0 % loss", self.t0)
 
     def test_controller_mode_all_pairs_ping(self):
         """The real controller runtime programs a Mininet fabric: every pair answers (the
