@@ -50,11 +50,7 @@ pub struct LearnedPathGroup {
 impl LearnedPathGroup {
     /// The buckets with `weights` (one per bucket).
     pub fn with_weights(&self, weights: &[u16]) -> Vec<Bucket> {
-        self.buckets
-            .iter()
-            .zip(weights.iter().copied().chain(std::iter::repeat(0)))
-            .map(|(b, w)| b.clone().with_weight(w))
-            .collect()
+        with_weights(&self.buckets, weights)
     }
 
     /// The installed weights, bucket order.
@@ -176,12 +172,17 @@ impl LearnedGroup {
 
     /// The buckets with `weights` (one per bucket, as [`crate::GroupWrite`] carries them).
     pub fn with_weights(&self, weights: &[u16]) -> Vec<Bucket> {
-        self.buckets
-            .iter()
-            .zip(weights.iter().copied().chain(std::iter::repeat(0)))
-            .map(|(b, w)| b.clone().with_weight(w))
-            .collect()
+        with_weights(&self.buckets, weights)
     }
+}
+
+/// `buckets` with `weights` (one per bucket, missing ones 0), everything else kept verbatim.
+fn with_weights(buckets: &[Bucket], weights: &[u16]) -> Vec<Bucket> {
+    buckets
+        .iter()
+        .zip(weights.iter().copied().chain(std::iter::repeat(0)))
+        .map(|(b, w)| b.clone().with_weight(w))
+        .collect()
 }
 
 /// Why a group on the switch is not a decision point (counted, logged once per refresh).
