@@ -389,6 +389,7 @@ mod tests {
             increase_timer_line_bytes = 15000
             [weights]
             min_update_interval_line_bytes = 2500000
+            min_update_interval_buffer_drains = 0
             [[weights.group_overrides]]
             group_id = 1005
             min_update_interval_us = 50

@@ -321,6 +321,7 @@ mod tests {
     fn planner(interval_us: u64) -> WeightPlanner {
         let cfg = WeightsConfig {
             min_update_interval_line_bytes: interval_us * 1_250,
+            min_update_interval_buffer_drains: 0.0,
             ..WeightsConfig::default()
         };
         let mut p = WeightPlanner::new(cfg).unwrap();
@@ -369,6 +370,7 @@ mod tests {
     fn min_change_quanta_is_honoured() {
         let cfg = WeightsConfig {
             min_update_interval_line_bytes: 0,
+            min_update_interval_buffer_drains: 0.0,
             min_change_quanta: 3,
             ..WeightsConfig::default()
         };
@@ -445,6 +447,7 @@ mod tests {
         let cfg = WeightsConfig {
             // 10 ms at the default 10 Gb/s.
             min_update_interval_line_bytes: 12_500_000,
+            min_update_interval_buffer_drains: 0.0,
             group_overrides: vec![GroupOverride {
                 group_id: 7,
                 min_update_interval_us: 1_000,

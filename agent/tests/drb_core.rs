@@ -39,6 +39,7 @@ fn core_of(kind: PolicyKind, switch: usize) -> (SwitchCore, fabricflow_controlle
     };
     let weights = WeightsConfig {
         min_update_interval_line_bytes: 0,
+        min_update_interval_buffer_drains: 0.0,
         ..WeightsConfig::default()
     };
     let mut core = SwitchCore::new(policy, weights).unwrap();

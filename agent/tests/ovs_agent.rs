@@ -265,6 +265,7 @@ fn test_config() -> AgentConfig {
         ..AgentConfig::default()
     };
     cfg.weights.min_update_interval_line_bytes = 0;
+    cfg.weights.min_update_interval_buffer_drains = 0.0;
     cfg.runtime.reconnect_min_us = 20_000;
     cfg.runtime.reconnect_max_us = 200_000;
     cfg.runtime.plan_refresh_period_us = 200_000;

@@ -96,6 +96,7 @@ fn agents_on_a_fat_tree_are_ready_at_every_level_once_the_plan_is_installed() {
 fn agent_config() -> AgentConfig {
     let mut a = AgentConfig::default();
     a.weights.min_update_interval_line_bytes = 0;
+    a.weights.min_update_interval_buffer_drains = 0.0;
     // No idle timer: a cut P stays cut, so a refused write keeps being re-issued.
     a.policy.increase_timer_line_bytes = None;
     a

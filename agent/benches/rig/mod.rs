@@ -77,6 +77,7 @@ impl XorShift {
 pub fn config(interval_line_bytes: u64) -> AgentConfig {
     let mut cfg = AgentConfig::default();
     cfg.weights.min_update_interval_line_bytes = interval_line_bytes;
+    cfg.weights.min_update_interval_buffer_drains = 0.0;
     cfg.runtime.emulated_cp.enabled = false;
     cfg
 }

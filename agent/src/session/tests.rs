@@ -25,6 +25,7 @@ fn published() -> AgentConfig {
 fn session() -> Session {
     let mut agent = published();
     agent.weights.min_update_interval_line_bytes = 0;
+    agent.weights.min_update_interval_buffer_drains = 0.0;
     Session::new(SessionConfig::default(), &agent).unwrap()
 }
 
@@ -542,6 +543,7 @@ fn relearning_an_unchanged_plan_writes_nothing_and_keeps_p() {
 fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
     let mut agent = published();
     agent.weights.min_update_interval_line_bytes = 0;
+    agent.weights.min_update_interval_buffer_drains = 0.0;
     agent.policy.variant = crate::policy::Variant::SourceProcessing;
     let mut s = Session::new(SessionConfig::default(), &agent).unwrap();
     let hs = connect_at(&mut s, 0);
@@ -662,6 +664,7 @@ fn is_group_stats(b: &Body, group_id: u32) -> bool {
 fn minimal_bucket_bytes_feed_the_byte_counter_across_weight_writes() {
     let mut agent = published();
     agent.weights.min_update_interval_line_bytes = 0;
+    agent.weights.min_update_interval_buffer_drains = 0.0;
     let cfg = SessionConfig {
         byte_counter: ByteCounter::MinimalBucket,
         ..SessionConfig::default()

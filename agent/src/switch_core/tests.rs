@@ -55,6 +55,7 @@ fn core(variant: crate::policy::Variant, interval_us: u64) -> SwitchCore {
     policy.variant = variant;
     let weights = WeightsConfig {
         min_update_interval_line_bytes: interval_us * 1_250,
+        min_update_interval_buffer_drains: 0.0,
         ..WeightsConfig::default()
     };
     SwitchCore::new(policy, weights).unwrap()
@@ -195,6 +196,7 @@ fn a_write_carries_the_arrival_of_the_earliest_cnm_it_answers() {
 fn a_cnm_that_moves_no_weight_by_a_quantum_leaves_nothing_to_time() {
     let weights = WeightsConfig {
         min_update_interval_line_bytes: 0,
+        min_update_interval_buffer_drains: 0.0,
         min_change_quanta: 5,
         ..WeightsConfig::default()
     };

@@ -11,11 +11,16 @@ use crate::link::PortLink;
 #[serde(default, deny_unknown_fields)]
 pub struct WeightsConfig {
     /// Minimum time between two writes of one group, in octets of line time of the group's
-    /// minimal port. Default 100 000 (20 µs at 40 Gb/s, 80 ms at 10 Mb/s): a new split lives
-    /// about as long as a congested path's queue takes to drain — the RTT TCP needs to settle
-    /// after a weight write re-hashes its flows (DESIGN §4) — and P's own faster dynamics are
-    /// coalesced meanwhile.
+    /// minimal port. Default 100 000 (20 µs at 40 Gb/s, 80 ms at 10 Mb/s); P's own faster
+    /// dynamics are coalesced meanwhile. The interval is the larger of this and the next.
     pub min_update_interval_line_bytes: u64,
+    /// Minimum time between two writes of one group, in drain times of its minimal port's
+    /// buffer. A write re-hashes flows (DESIGN §4) and a moved TCP flow needs some round trips
+    /// to regrow its window; a congested flow's round trip is dominated by that queue's drain
+    /// time, so the interval must follow the buffer as well as the rate. Default 24: equal to the
+    /// line-time term on the simulator's 4 KB VC buffers, 11.6 s on a 1.25 Mb/s port with 50
+    /// full frames of queue (mininet/README.md "The weight-write interval").
+    pub min_update_interval_buffer_drains: f64,
     /// A floor on that interval, µs, for switches whose group rewrites cost more than the link
     /// rate suggests. Default 0.
     pub min_update_interval_floor_us: u64,
@@ -30,6 +35,7 @@ impl Default for WeightsConfig {
     fn default() -> Self {
         WeightsConfig {
             min_update_interval_line_bytes: 100_000,
+            min_update_interval_buffer_drains: 24.0,
             min_update_interval_floor_us: 0,
             min_change_quanta: 1,
             group_overrides: vec![],
@@ -44,12 +50,29 @@ impl WeightsConfig {
             Some(o) => o.min_update_interval_us.saturating_mul(1_000),
             None => link
                 .line_time_ns(self.min_update_interval_line_bytes)
+                .max(self.drain_interval_ns(link))
                 .max(self.min_update_interval_floor_us.saturating_mul(1_000)),
+        }
+    }
+
+    /// `min_update_interval_buffer_drains` drain times of `link`'s buffer (0 when it is 0).
+    fn drain_interval_ns(&self, link: PortLink) -> u64 {
+        if self.min_update_interval_buffer_drains > 0.0 {
+            link.line_time_ns(link.buffer_fraction_bytes(self.min_update_interval_buffer_drains))
+        } else {
+            0
         }
     }
 
     /// Checks every constant.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        check(
+            self.min_update_interval_buffer_drains.is_finite()
+                && self.min_update_interval_buffer_drains >= 0.0,
+            "weights.min_update_interval_buffer_drains",
+            self.min_update_interval_buffer_drains,
+            "a finite number ≥ 0",
+        )?;
         check(
             (1..=fabricflow_proto::select_weights::WEIGHT_QUANTA).contains(&self.min_change_quanta),
             "weights.min_change_quanta",
@@ -80,6 +103,34 @@ pub struct GroupOverride {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_interval_is_the_longer_of_line_time_and_buffer_drains() {
+        let w = WeightsConfig::default();
+        // The simulator's port: 40 Gb/s, one 4 KB VC buffer: the line-time term (20 µs) wins.
+        let sim = PortLink {
+            rate_bps: 40e9,
+            buffer_bytes: 4096,
+        };
+        assert_eq!(w.min_update_interval_ns(1, sim), 20_000);
+        // Mininet's 1.25 Mb/s port with 50 full frames: 24 drains of 75 700 octets.
+        let mn = PortLink {
+            rate_bps: 1.25e6,
+            buffer_bytes: 75_700,
+        };
+        assert_eq!(w.min_update_interval_ns(1, mn), 24 * 75_700 * 8 * 800);
+        let off = WeightsConfig {
+            min_update_interval_line_bytes: 0,
+            min_update_interval_buffer_drains: 0.0,
+            ..WeightsConfig::default()
+        };
+        assert_eq!(off.min_update_interval_ns(1, mn), 0);
+        let bad = WeightsConfig {
+            min_update_interval_buffer_drains: f64::NAN,
+            ..WeightsConfig::default()
+        };
+        assert!(bad.validate().is_err());
+    }
 
     #[test]
     fn zero_change_quanta_is_refused() {
