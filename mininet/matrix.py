@@ -19,6 +19,7 @@ Valiant.
 """
 
 import argparse
+import fcntl
 import json
 import re
 import sys
@@ -113,6 +114,8 @@ def main(argv=None):
     ap.add_argument("--warmup", type=float, default=20.0)
     ap.add_argument("--queue-pkts", type=int, default=50)
     ap.add_argument("--dry-run", action="store_true", help="list the cells and stop")
+    ap.add_argument("--lock", help="hold this flock(2) file only while a cell runs (e.g. "
+                    "/tmp/fabricflow-ovs.lock), so other users of Open vSwitch get it between cells")
     args = ap.parse_args(argv)
     fabrics = [x.strip() for x in args.fabrics.split(";") if x.strip()]
     patterns = [x.strip() for x in args.traffic.split(",") if x.strip()]
@@ -129,7 +132,10 @@ def main(argv=None):
         if args.dry_run:
             continue
         t0 = time.monotonic()
+        lock = open(args.lock, "a") if args.lock else None
         try:
+            if lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
             h, g = parse_rates(rates)
             summary = run.main([
                 "--topology", fabric, "--traffic", traffic_for(fabric, pattern),
@@ -147,6 +153,9 @@ def main(argv=None):
         except (ValueError, RuntimeError, TimeoutError, OSError, SystemExit) as e:
             cell["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:200]
             print(f"   cell not run: {cell['error']}", flush=True)
+        finally:
+            if lock:
+                lock.close()  # releases the flock
         cell["wall_s"] = round(time.monotonic() - t0, 1)
         cells.append(cell)
         # After every cell, so an interrupted matrix keeps what it measured.
