@@ -209,9 +209,9 @@ fn path_tagged_rules_deliver_every_pair_on_every_path() {
 /// fabric port hands it to the agent (controller id 2); a CNM a host sends is dropped either way.
 #[test]
 fn cnms_reach_the_culprits_host_with_cnm_to_hosts() {
+    use fabricflow_controller::pipeline::Packet;
     use fabricflow_controller::plan::ir::ports;
     use fabricflow_controller::plan::paths::Multipath;
-    use fabricflow_controller::pipeline::Packet;
     use fabricflow_proto::ethernet::ethertype;
     let f = fabric("torus:k=4,n=2,p=1");
     let none = BTreeSet::new();
