@@ -219,7 +219,7 @@ fn cnms_reach_the_culprits_host_with_cnm_to_hosts() {
     for multipath in [None, Some(Multipath::default())] {
         let to_hosts = PlanOptions {
             cnm_to_hosts: true,
-            multipath: multipath.clone(),
+            multipath,
             ..PlanOptions::default()
         };
         let plan = Plan::build(&f, &to_hosts).unwrap();
