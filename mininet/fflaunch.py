@@ -216,8 +216,12 @@ class FabricNet:
     def __init__(self, spec, rates=None, mode="static", p_minimal=100, agent_variant=None,
                  workdir=None, verbose=False, controller_port=6653, http_port=18080,
                  agent_http_port=18081, agent_overrides=None, keep_logs=None,
-                 controller_settings=None, agent_settings=None, controller_overrides=None):
+                 controller_settings=None, agent_settings=None, controller_overrides=None,
+                 host_throttle=False):
         self.spec = spec
+        # `fabricflow-agent throttle` in every host (InfiniBand CC baseline).
+        self.host_throttle = host_throttle
+        self.throttlers = {}     # host name -> (Popen, status JSON path)
         self.rates = rates or LinkRates()
         self.mode = mode  # programming: "static" or "controller"
         self.p_minimal = p_minimal
@@ -249,7 +253,7 @@ class FabricNet:
         """A FabricNet set up as the modes.Mode `mode` says."""
         return cls(spec, rates, mode=mode.program, p_minimal=mode.p_minimal,
                    agent_variant=mode.agent_variant, controller_settings=mode.controller,
-                   agent_settings=mode.agent, **kw)
+                   agent_settings=mode.agent, host_throttle=mode.host_throttle, **kw)
 
     def settings(self):
         """What this fabric ran with: programming, initial P, agent variant, and the controller's
@@ -263,7 +267,7 @@ class FabricNet:
                if used is not None and os.environ.get(k)}
         return {"program": self.mode, "p_minimal": self.p_minimal,
                 "agent_variant": self.agent_variant, "controller": self.controller_config,
-                "agent": agent, "env": env}
+                "agent": agent, "env": env, "host_throttle": self.host_throttle}
 
     # ---- lifecycle -------------------------------------------------------------------------
     def __enter__(self):
@@ -380,6 +384,8 @@ class FabricNet:
             self.program_controller()
         if self.agent_variant:
             self.start_agent()
+        if self.host_throttle:
+            self.start_throttlers()
 
     def _plan_switch(self, topo_arg, sw_json_name, short):
         g, f = self.tmp / f"{short}.groups", self.tmp / f"{short}.flows"
@@ -571,6 +577,57 @@ class FabricNet:
             return None, None
         return (metric_sum(m, "fabricflow_agent_cnm_generated_total"),
                 metric_sum(m, "fabricflow_agent_group_mods_total"))
+
+    # ---- host throttlers (InfiniBand CC baseline) ------------------------------------------
+    def start_throttlers(self):
+        """`fabricflow-agent throttle` in every host on its link (B = the host rate the harness
+        shaped, HTB class 5:1 of TCLink), each writing its state to a JSON file; waits until
+        every one has written it (socket bound, class set to B)."""
+        if not has_subcommand(AGENT_BIN, "throttle"):
+            raise NotAvailable(f"{AGENT_BIN} has no `throttle` subcommand (cargo build "
+                               f"--release -p fabricflow-agent)")
+        for h in self.net.hosts:
+            status = self.tmp / f"throttle-{h.name}.json"
+            log = open(self.tmp / f"throttle-{h.name}.log", "w")
+            try:
+                p = self.host_popen(h, [str(AGENT_BIN), "throttle", "--iface",
+                                        h.defaultIntf().name, "--line-mbit",
+                                        f"{self.rates.host:g}", "--status", str(status)],
+                                    stdout=log, stderr=subprocess.STDOUT)
+            finally:
+                log.close()
+            self.throttlers[h.name] = (p, status)
+        self._wait_logged(lambda: all(st.exists() for _, st in self.throttlers.values())
+                          or any(p.poll() is not None for p, _ in self.throttlers.values()),
+                          30, "every host's throttler running",
+                          f"throttle-{self.net.hosts[0].name}.log")
+        dead = [h for h, (p, _) in self.throttlers.items() if p.poll() is not None]
+        if dead:
+            raise RuntimeError(f"throttler exited in {dead}: "
+                               f"{self.log_tail(f'throttle-{dead[0]}.log')}")
+
+    def throttle_status(self):
+        """{host name: the throttler's last state (ird, max_ird, rate_bps, counters, ...)}."""
+        out = {}
+        for h, (_, path) in self.throttlers.items():
+            try:
+                out[h] = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+        return out
+
+    def throttle_totals(self):
+        """Sums over the hosts' throttlers: CNMs charged, IRD raises/lowers, refused frames,
+        rate writes and errors, and the highest IRD; None without throttlers."""
+        if not self.throttlers:
+            return None
+        st = self.throttle_status()
+        tot = {"hosts": len(st), "max_ird": max((s["max_ird"] for s in st.values()), default=0)}
+        for k in ("cnms", "raises", "lowers"):
+            tot[k] = sum(s["counters"][k] for s in st.values())
+        for k in ("malformed", "not_for_this_host", "rate_writes", "rate_write_errors"):
+            tot[k] = sum(s[k] for s in st.values())
+        return tot
 
     # ---- port-stall telemetry --------------------------------------------------------------
     def start_port_stats(self, csv_path, interval_ms=100, poll_us=PORT_STATS_POLL_US):

@@ -184,16 +184,19 @@ class CpuMeter:
 
     def __init__(self, fn):
         self._tick = os.sysconf("SC_CLK_TCK")
-        self.pids = {}
+        self.pids = {}           # name -> [pid]: the hosts' throttlers count as one
         out = subprocess.run(["pidof", "ovs-vswitchd"], capture_output=True, text=True).stdout
         if out.split():
-            self.pids["ovs-vswitchd"] = int(out.split()[0])
+            self.pids["ovs-vswitchd"] = [int(out.split()[0])]
         for p in fn.procs:
-            name = os.path.basename(str(p.args[0])) if isinstance(p.args, list) else ""
-            if name.startswith("fabricflow-") and p.poll() is None:
-                # The port-stats sampler is the agent binary too: named for its subcommand.
-                sub = "port-stats" if "port-stats" in p.args else None
-                self.pids[sub or name.removeprefix("fabricflow-")] = p.pid
+            # A host's process runs under mnexec: the binary is a later argument.
+            exes = [os.path.basename(str(a)) for a in p.args] if isinstance(p.args, list) else []
+            name = next((e for e in exes if e.startswith("fabricflow-")), "")
+            if name and p.poll() is None:
+                # The port-stats sampler and the throttlers are the agent binary too: named for
+                # their subcommand.
+                sub = next((s for s in ("port-stats", "throttle") if s in p.args), None)
+                self.pids.setdefault(sub or name.removeprefix("fabricflow-"), []).append(p.pid)
         self._start = self._read()
 
     def _cpu_s(self, pid):
@@ -206,7 +209,10 @@ class CpuMeter:
         return (int(fields[11]) + int(fields[12])) / self._tick
 
     def _read(self):
-        return time.monotonic(), {k: self._cpu_s(pid) for k, pid in self.pids.items()}
+        def total(pids):
+            vals = [self._cpu_s(p) for p in pids]
+            return None if any(v is None for v in vals) else sum(vals)
+        return time.monotonic(), {k: total(pids) for k, pids in self.pids.items()}
 
     def percent(self):
         """{process: % of one core} since construction."""

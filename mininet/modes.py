@@ -33,6 +33,10 @@ class Mode:
     controller: dict = field(default_factory=dict)
     # agent.toml keys (dotted: "cp.min_sources") set over agent-emulated.toml.
     agent: dict = field(default_factory=dict)
+    # A host-side reaction point in every host: `fabricflow-agent throttle` (InfiniBand CC:
+    # IRD per 10 CNMs, rate B/(1+IRD) on the host link's HTB class). Needs CNMs delivered to
+    # the hosts (controller `cnm_to_hosts`).
+    host_throttle: bool = False
 
     def __post_init__(self):
         if self.program not in ("static", "controller"):
@@ -43,6 +47,8 @@ class Mode:
             raise ValueError(f"mode {self.name}: controller keys need the controller runtime")
         if self.agent and not self.agent_variant:
             raise ValueError(f"mode {self.name}: agent keys need an agent")
+        if self.host_throttle and not self.controller.get("cnm_to_hosts"):
+            raise ValueError(f"mode {self.name}: host throttlers need cnm_to_hosts")
 
     def on_controller(self):
         """The same mode programmed by the controller runtime (`run.py --program controller`)."""
@@ -53,7 +59,8 @@ class Mode:
         summary's ceiling_mbps: a static P = 100 plan routes minimally, P = 0 over the planner's
         Valiant paths; anything whose P lies between, or that an agent moves, mixes the two
         (adaptive)."""
-        if self.agent_variant is None and self.p_minimal >= 100:
+        if (self.agent_variant is None or self.agent.get("policy.kind") == "static") \
+                and self.p_minimal >= 100:
             return "minimal"
         if self.agent_variant is None and self.p_minimal <= 0:
             return "valiant"
@@ -81,6 +88,15 @@ MODES = {m.name: m for m in (
     Mode("drb", "controller (multipath plan) + agent, DRB policy, emulated CP",
          program="controller", agent_variant="combined",
          controller={"multipath_alternatives": 4}, agent={"policy.kind": "drb"}),
+    # The throttled baseline (issue 20): static minimal routing (the controller's plan, agents
+    # with policy.kind = "static": weights never change), the emulated CP marking, every CNM
+    # forwarded to the culprit's source host (cnm_to_hosts, the BECN of InfiniBand) and each
+    # host's throttler applying InfiniBand CC to its link (mininet/README.md "DRB results").
+    Mode("ibacc", "controller + agent (static weights, emulated CP) + InfiniBand CC throttler "
+         "in every host, CNMs delivered to the culprit's host",
+         program="controller", agent_variant="combined",
+         controller={"cnm_to_hosts": True}, agent={"policy.kind": "static"},
+         host_throttle=True),
     # mininet/README.md "The source census": the gate on (the shipped configuration has it off).
     Mode("qcnsw-combined-census",
          "qcnsw-combined with the source census on (cp.min_sources = 3)",

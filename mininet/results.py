@@ -55,6 +55,9 @@ class RunResult:
     # run.port_report(): the port-stats CSV, its fabricflow-report directory, the sampler's
     # summary and the most stalled ports.
     port_stats: dict | None = None
+    # FabricNet.throttle_totals(): the hosts' throttlers (CNMs charged, IRD raises/lowers,
+    # highest IRD, rate writes); None without throttlers.
+    throttle: dict | None = None
 
     def stats(self):
         """Flow statistics and how they compare with the optimum (any routing, maximum
@@ -73,7 +76,7 @@ class RunResult:
                     wall_s=self.wall_s, errors=self.errors, timings=self.timings,
                     cnms_generated=self.cnms_generated, group_modifies=self.group_modifies,
                     ovs_send_error_lines=self.ovs_send_error_lines, cpu_percent=self.cpu_percent,
-                    port_stats=self.port_stats,
+                    port_stats=self.port_stats, throttle=self.throttle,
                     per_flow_mbps={k: round(v, 4) for k, v in self.per_flow_mbps.items()})
 
 

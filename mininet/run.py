@@ -7,7 +7,9 @@ Modes are the entries of modes.py (each carries its programming, initial P, agen
 controller/agent settings): minimal (P=100), valiant (P=0): static plans by default, `--program
 controller` runs them through `fabricflow-controller run`; qcnsw-base, qcnsw-sp, qcnsw-fc,
 qcnsw-combined, qcnsw-combined-nocensus: the controller plus `fabricflow-agent run` (QCN-SW
-variant, emulated congestion point). Traffic: the controller's pattern registry
+variant, emulated congestion point); drb: the multipath plan and the agent's DRB policy;
+ibacc: the throttled baseline (static minimal weights, CNMs to the culprits' hosts, InfiniBand CC
+in every host: `fabricflow-agent throttle`). Traffic: the controller's pattern registry
 (`fabricflow-controller traffic`), the same flows for every mode of one repeat.
 
 Writes DIR/<mode>-r<N>.csv (time, flow, mbps), DIR/summary.json (results.Summary, with each
@@ -102,6 +104,7 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
             print(f"   warning: ovs-vswitchd logged {send_errors} 'error sending' lines: it dropped "
                   f"frames outside the queues (scripts/ovs-start.sh)", flush=True)
         cnms, mods = fn.agent_counters()
+        throttle = fn.throttle_totals()
         g0_global = measure.global_tx_mbytes(fn, group0)
         timings = dict(fn.timings)
         settings = fn.settings()
@@ -154,7 +157,7 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
                          for (sw, port), v in _p_window(p_series, args, group0).items()},
         csv=str(csv_path), p_csv=str(p_csv) if p_csv else None, settings=settings,
         cpu_percent=cpu_percent, bound=bound, ceiling_routing=mode.ceiling(),
-        port_stats=port_stats)
+        port_stats=port_stats, throttle=throttle)
 
 
 def port_report(csv_path, report_dir, sampler, top=5):
@@ -270,7 +273,7 @@ def print_table(summary):
     w = max([16] + [len(m) + 2 for m in summary["modes"]])
     hdr = f"{'mode':<{w}}{'flows':>6}{'aggr Mb/s':>11}{'min':>8}{'median':>8}{'max':>8}" \
           f"{'Jain':>7}{'CNMs':>7}{'MODs':>7}{'of opt':>8}{'ceiling':>20}{'of ceil':>9}" \
-          f"{'vswitchd%':>10}{'agent%':>7}"
+          f"{'vswitchd%':>10}{'agent%':>7}{'thr%':>6}"
     print(hdr)
     print("-" * len(hdr))
     for mode, s in summary["modes"].items():
@@ -285,7 +288,8 @@ def print_table(summary):
               f"{f(s['cnms_generated'], 7, 0)}{f(s['group_modifies'], 7, 0)}"
               f"{f(s.get('fraction_of_optimum'), 8, 3)}{ceiling:>20}"
               f"{f(s.get('fraction_of_ceiling'), 9, 3)}"
-              f"{f(cpu.get('ovs-vswitchd'), 10, 0)}{f(cpu.get('agent'), 7, 0)}")
+              f"{f(cpu.get('ovs-vswitchd'), 10, 0)}{f(cpu.get('agent'), 7, 0)}"
+              f"{f(cpu.get('throttle'), 6, 0)}")
 
 
 if __name__ == "__main__":

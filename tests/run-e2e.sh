@@ -22,9 +22,9 @@ fi
 $PY mininet/ffclean.py          # leftovers of an interrupted run (ours only)
 status=0
 if $PY -c 'import pytest' 2>/dev/null; then
-    (cd tests && $PY -m pytest -v -s -p no:cacheprovider test_traffic_patterns.py test_e2e_mininet.py test_qcnsw_mininet.py test_arsaa_mininet.py test_dftree_mininet.py test_drb_mininet.py test_chaos_mininet.py) || status=$?
+    (cd tests && $PY -m pytest -v -s -p no:cacheprovider test_traffic_patterns.py test_e2e_mininet.py test_qcnsw_mininet.py test_arsaa_mininet.py test_dftree_mininet.py test_drb_mininet.py test_ibacc_mininet.py test_chaos_mininet.py) || status=$?
 else
-    (cd tests && $PY -m unittest -v test_traffic_patterns test_e2e_mininet test_qcnsw_mininet test_arsaa_mininet test_dftree_mininet test_drb_mininet test_chaos_mininet) || status=$?
+    (cd tests && $PY -m unittest -v test_traffic_patterns test_e2e_mininet test_qcnsw_mininet test_arsaa_mininet test_dftree_mininet test_drb_mininet test_ibacc_mininet test_chaos_mininet) || status=$?
 fi
 $PY mininet/ffclean.py --check || status=1
 echo "== e2e: $(( $(date +%s) - start )) s, exit $status"

@@ -40,6 +40,7 @@ pub mod qdisc;
 pub mod runtime;
 pub mod session;
 pub mod switch_core;
+pub mod throttle;
 pub mod weights;
 
 /// An OpenFlow port number.

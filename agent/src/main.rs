@@ -52,6 +52,40 @@ enum Command {
         #[arg(long)]
         duration_s: Option<f64>,
     },
+    /// A host's InfiniBand CC reaction point (the throttled baseline): receives the CNMs about
+    /// the host's frames on `--iface` (EtherType 0x22E7), raises IRD every
+    /// `--notifications-per-step` of them, lowers it per quiet period without one, and sets the
+    /// interface's HTB class to B/(1+IRD) (B restored on exit). Runs until SIGINT/SIGTERM;
+    /// prints its final state as JSON.
+    Throttle {
+        /// The host's interface (on Mininet hX-eth0, inside the host).
+        #[arg(long)]
+        iface: String,
+        /// B, the host link's rate in Mb/s (the harness's shaping).
+        #[arg(long)]
+        line_mbit: f64,
+        /// CNMs per IRD step (the seed's 10).
+        #[arg(long, default_value_t = fabricflow_agent::throttle::IbaCcConfig::default().notifications_per_step)]
+        notifications_per_step: u32,
+        /// Largest IRD.
+        #[arg(long, default_value_t = fabricflow_agent::throttle::IbaCcConfig::default().max_ird)]
+        max_ird: u32,
+        /// Quiet timer, octets of line time at B (500000: the seed's 100 µs at 40 Gb/s).
+        #[arg(long, default_value_t = fabricflow_agent::throttle::IbaCcConfig::default().quiet_line_bytes)]
+        quiet_line_bytes: u64,
+        /// The HTB class to rate, MAJOR:MINOR in hex as tc writes it (Mininet's TCLink: 5:1).
+        #[arg(long, default_value = "5:1")]
+        class: String,
+        /// Its parent (Mininet's TCLink: 5:0).
+        #[arg(long, default_value = "5:0")]
+        parent: String,
+        /// The class's bucket, octets (Mininet's `burst 15k`).
+        #[arg(long, default_value_t = 15 * 1024)]
+        burst_bytes: u32,
+        /// Write the state here as JSON (on every rate change, at most every 200 ms).
+        #[arg(long)]
+        status: Option<PathBuf>,
+    },
     /// Parses and validates a TOML configuration, then prints it with every default filled in.
     CheckConfig {
         /// The configuration file (see deploy/agent.example.toml).
@@ -89,6 +123,46 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some(Command::Throttle {
+            iface,
+            line_mbit,
+            notifications_per_step,
+            max_ird,
+            quiet_line_bytes,
+            class,
+            parent,
+            burst_bytes,
+            status,
+        }) => {
+            let args = (|| -> anyhow::Result<_> {
+                anyhow::ensure!(
+                    line_mbit.is_finite() && line_mbit > 0.0 && line_mbit <= 1e7,
+                    "--line-mbit must be in (0, 1e7]"
+                );
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let line_bps = (line_mbit * 1e6).round() as u64;
+                Ok(fabricflow_agent::runtime::throttle::ThrottleArgs {
+                    iface,
+                    line_bps,
+                    cc: fabricflow_agent::throttle::IbaCcConfig {
+                        notifications_per_step,
+                        max_ird,
+                        quiet_line_bytes,
+                    },
+                    class: tc_handle(&class)?,
+                    parent: tc_handle(&parent)?,
+                    burst_bytes,
+                    status,
+                })
+            })();
+            match args.and_then(|a| throttle(&a)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("fabricflow-agent throttle: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some(Command::Run {
             config,
             switches,
@@ -156,6 +230,47 @@ fn port_stats(
         job.await?
     })?;
     println!("{}", serde_json::to_string(&summary)?);
+    Ok(())
+}
+
+/// `MAJOR:MINOR` in hex, as tc writes class handles.
+fn tc_handle(s: &str) -> anyhow::Result<(u16, u16)> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| anyhow::anyhow!("class handle {s:?}: expected MAJOR:MINOR"))?;
+    let part = |x: &str| {
+        u16::from_str_radix(if x.is_empty() { "0" } else { x }, 16)
+            .map_err(|e| anyhow::anyhow!("class handle {s:?}: {e}"))
+    };
+    Ok((part(a)?, part(b)?))
+}
+
+fn throttle(args: &fabricflow_agent::runtime::throttle::ThrottleArgs) -> anyhow::Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).init();
+    let stop = Arc::new(AtomicBool::new(false));
+    let theirs = stop.clone();
+    let job_args = args.clone();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let st = rt.block_on(async move {
+        let mut job = tokio::task::spawn_blocking(move || {
+            fabricflow_agent::runtime::throttle::run(&job_args, &theirs)
+        });
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = &mut job => return r?,
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        stop.store(true, Ordering::Relaxed);
+        job.await?
+    })?;
+    println!("{}", serde_json::to_string(&st)?);
     Ok(())
 }
 

@@ -75,7 +75,8 @@ pub enum CnmRoute {
     /// Into the fabric, back to the culprit's switch.
     Fabric,
     /// Nowhere: the culprit is a host of this very switch, which is its reaction point (the host
-    /// would only drop the frame); source processing has charged it here.
+    /// would only drop the frame); source processing has charged it here. Never with
+    /// `policy.kind = "static"`, whose reaction points are the hosts.
     OwnHost,
 }
 
@@ -349,6 +350,9 @@ impl SwitchCore {
     /// 0.403 phits/node/cycle charging the decision point, 0.380 charging the arrival port.
     pub fn on_cnm(&mut self, port: PortNo, culprit_dst: MacAddr, qntz_fb: u8, now_ns: u64) {
         self.counters.cnm_received += 1;
+        if self.is_static() {
+            return;
+        }
         if self.drb.is_some() {
             self.drb_notify(culprit_dst, now_ns, true);
             return;
@@ -425,6 +429,10 @@ impl SwitchCore {
             .is_some_and(|p| p.local_hosts.contains(&s.culprit.src));
         if own_host {
             self.counters.cnm_to_own_host += 1;
+        }
+        if self.is_static() {
+            // The host is the reaction point, its own switch's CNMs included.
+            return CnmRoute::Fabric;
         }
         if self.drb.is_some() {
             // The source switch is DRB's reaction point: its own hosts' CNMs stop here.
@@ -633,7 +641,15 @@ impl SwitchCore {
         &self.counters
     }
 
+    /// `policy.kind = "static"`: no event reaches the policy, no weight changes.
+    fn is_static(&self) -> bool {
+        self.policy.config().kind == PolicyKind::Static
+    }
+
     fn feed(&mut self, event: Event, now_ns: u64) {
+        if self.is_static() {
+            return;
+        }
         if self.frozen {
             // P stands still too, so a thaw resumes from where the freeze stopped.
             self.counters.frozen_events_ignored += 1;

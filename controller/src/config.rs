@@ -260,6 +260,11 @@ pub struct Config {
     /// decision points; for agents running `policy.kind = "drb"`.
     #[serde(default)]
     pub multipath_alternatives: Option<u8>,
+    /// Forward CNMs from fabric ports to the culprit's source host instead of the agent (the
+    /// InfiniBand CC baseline: hosts throttle, `fabricflow-agent throttle`; agents run
+    /// `policy.kind = "static"`). Default false.
+    #[serde(default)]
+    pub cnm_to_hosts: bool,
 }
 
 fn default_p_minimal() -> f64 {
@@ -335,6 +340,7 @@ impl Config {
             ipv4_base: default_ipv4_base(),
             lossless_vlan: None,
             multipath_alternatives: None,
+            cnm_to_hosts: false,
         })
     }
 

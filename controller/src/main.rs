@@ -345,6 +345,7 @@ fn plan_source(cfg: &Config) -> anyhow::Result<Arc<dyn PlanSource>> {
                 ..Default::default()
             }
         }),
+        cnm_to_hosts: cfg.cnm_to_hosts,
         ..Default::default()
     };
     Ok(Arc::new(
@@ -410,6 +411,10 @@ struct PlanArgs {
     /// Cap on the multipath transit rules of one switch.
     #[arg(long, default_value_t = fabricflow_controller::plan::paths::Multipath::default().max_transit_rules)]
     multipath_cap: usize,
+    /// Forward CNMs from fabric ports to the culprit's host instead of the agent (InfiniBand
+    /// CC baseline: the hosts throttle).
+    #[arg(long)]
+    cnm_to_hosts: bool,
     /// Write the groups of --switch here (ofctl format).
     #[arg(long, requires_all = ["switch", "flows_out"])]
     groups_out: Option<PathBuf>,
@@ -812,6 +817,7 @@ fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
         ipv4_base,
         multipath,
         multipath_cap,
+        cnm_to_hosts,
         groups_out,
         flows_out,
     } = args;
@@ -832,6 +838,7 @@ fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
                 ..Default::default()
             },
         ),
+        cnm_to_hosts,
         ..Default::default()
     };
     let plan = Plan::build(&fabric, &opts)?;

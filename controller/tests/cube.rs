@@ -201,3 +201,73 @@ fn path_tagged_rules_deliver_every_pair_on_every_path() {
             .all(|sp| sp.groups.iter().all(|g| g.id >= PATH_GROUP_BASE)));
     }
 }
+
+/// The InfiniBand CC baseline's CNM delivery (`cnm_to_hosts`): a CNM an agent injects at any
+/// switch (PACKET_OUT, in_port CONTROLLER) about a frame of host s — destination MAC s, the
+/// culprit's source — is forwarded hop by hop and delivered out of s's host port, on the plain
+/// and on the multipath plan. Without the option the first switch that receives it from a
+/// fabric port hands it to the agent (controller id 2); a CNM a host sends is dropped either way.
+#[test]
+fn cnms_reach_the_culprits_host_with_cnm_to_hosts() {
+    use fabricflow_controller::pipeline::Packet;
+    use fabricflow_controller::plan::ir::ports;
+    use fabricflow_controller::plan::paths::Multipath;
+    use fabricflow_proto::ethernet::ethertype;
+    let f = fabric("torus:k=4,n=2,p=1");
+    let none = BTreeSet::new();
+    let cp_mac = fabricflow_proto::MacAddr([2, 0, 0, 0, 0xff, 0]);
+    for multipath in [None, Some(Multipath::default())] {
+        let to_hosts = PlanOptions {
+            cnm_to_hosts: true,
+            multipath,
+            ..PlanOptions::default()
+        };
+        let plan = Plan::build(&f, &to_hosts).unwrap();
+        let w = Walker::new(&f, &plan, &none);
+        let n = f.hosts().len();
+        for s in 0..n {
+            let culprit = f.host(s).unwrap().location.mac();
+            for sw in 0..f.switches().len() {
+                let cnm = Packet::ethernet(cp_mac, culprit, ethertype::CNM);
+                let traces = w
+                    .walk_from(sw, ports::CONTROLLER, cnm, SelectMode::EveryBucket)
+                    .unwrap();
+                assert!(!traces.is_empty());
+                for t in &traces {
+                    assert_eq!(t.end, End::Delivered(s), "CNM at {sw} for {s}: {t:?}");
+                }
+            }
+            // A host's own CNM never enters the fabric.
+            let forged = Packet::ethernet(culprit, culprit, ethertype::CNM);
+            for t in w.walk(s, forged, SelectMode::EveryBucket).unwrap() {
+                assert!(matches!(t.end, End::Dropped { .. }), "{t:?}");
+            }
+        }
+        // The shipped delivery: the first switch hands it to the agent.
+        let plan = Plan::build(
+            &f,
+            &PlanOptions {
+                multipath,
+                ..PlanOptions::default()
+            },
+        )
+        .unwrap();
+        let w = Walker::new(&f, &plan, &none);
+        let far = f.host(10).unwrap().location.mac();
+        let traces = w
+            .walk_from(
+                0,
+                ports::CONTROLLER,
+                Packet::ethernet(cp_mac, far, ethertype::CNM),
+                SelectMode::EveryBucket,
+            )
+            .unwrap();
+        for t in &traces {
+            assert!(
+                matches!(t.end, End::ToController { id: Some(_), .. }),
+                "{t:?}"
+            );
+            assert_eq!(t.links(), 1, "{t:?}");
+        }
+    }
+}

@@ -23,7 +23,8 @@ use crate::error::{as_f64, check, ConfigError};
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
     /// Which reaction runs at this switch. Default `qcn-sw` (everything below but `drb`);
-    /// `drb` runs [`crate::drb`] on the controller's multipath plan (`plan --multipath`).
+    /// `drb` runs [`crate::drb`] on the controller's multipath plan (`plan --multipath`);
+    /// `static` never changes a weight (the hosts throttle: [`PolicyKind::Static`]).
     pub kind: PolicyKind,
     /// Which published variant runs. Default `combined` (source processing + feedback
     /// comparison): with `source_comparison` and Fb ageing it was the sweep's best; the
@@ -119,6 +120,13 @@ pub enum PolicyKind {
     QcnSw,
     /// DRB: multipath expansion per destination switch ([`crate::drb`]).
     Drb,
+    /// No switch reaction: the weights stay as the controller's plan installed them. The
+    /// switch's congestion point still marks, and every CNM it generates — one about a host of
+    /// this very switch too — enters the pipeline towards the culprit's host, whose throttler
+    /// (`fabricflow-agent throttle`, [`crate::throttle`]) is the reaction point: the InfiniBand
+    /// CC baseline, with the controller's `cnm_to_hosts`. CNMs reaching the agent are counted
+    /// and ignored.
+    Static,
 }
 
 /// The reference feedback comparison measures Fb(p) against (see `PolicyConfig::fbcomp_reference`).

@@ -564,7 +564,7 @@ fn port_socket(ifindex: u32, divisor: u32) -> std::io::Result<socket2::Socket> {
         SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
         SockProtocol::EthAll,
     )?;
-    bind_to_interface(&fd, ifindex)?;
+    bind_to_interface(&fd, ifindex, ETH_P_ALL)?;
     // Room for a batch period of frames (the kernel caps it at rmem_max).
     let _ = setsockopt(&fd, sockopt::RcvBuf, &(1 << 20));
     let sock = socket2::Socket::from(fd);
@@ -572,17 +572,19 @@ fn port_socket(ifindex: u32, divisor: u32) -> std::io::Result<socket2::Socket> {
     Ok(sock)
 }
 
-/// `bind(2)` of packet socket `fd` to interface `ifindex`, all protocols. The one unsafe call
-/// of the agent: neither nix nor socket2 builds a `sockaddr_ll` safely.
+/// `ETH_P_ALL` (linux/if_ether.h): every protocol.
+pub(crate) const ETH_P_ALL: u16 = 0x0003;
+
+/// `bind(2)` of packet socket `fd` to interface `ifindex` and EtherType `protocol` (host order;
+/// [`ETH_P_ALL`] for all). The one unsafe call of the agent: neither nix nor socket2 builds a
+/// `sockaddr_ll` safely.
 #[allow(unsafe_code)]
-fn bind_to_interface(fd: &OwnedFd, ifindex: u32) -> std::io::Result<()> {
+pub(crate) fn bind_to_interface(fd: &OwnedFd, ifindex: u32, protocol: u16) -> std::io::Result<()> {
     use nix::libc;
     let invalid = |what| std::io::Error::new(std::io::ErrorKind::InvalidInput, what);
     let sll = libc::sockaddr_ll {
         sll_family: u16::try_from(libc::AF_PACKET).map_err(|_| invalid("AF_PACKET"))?,
-        sll_protocol: u16::try_from(libc::ETH_P_ALL)
-            .map_err(|_| invalid("ETH_P_ALL"))?
-            .to_be(),
+        sll_protocol: protocol.to_be(),
         sll_ifindex: i32::try_from(ifindex).map_err(|_| invalid("ifindex out of range"))?,
         sll_hatype: 0,
         sll_pkttype: 0,

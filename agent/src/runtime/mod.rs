@@ -8,6 +8,7 @@ pub mod emulated_cp;
 pub mod http;
 pub mod port_stats;
 pub mod switch;
+pub mod throttle;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};

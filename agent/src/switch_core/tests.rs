@@ -381,3 +381,43 @@ fn a_frozen_core_writes_nothing_and_keeps_p_until_the_marker_is_gone() {
     c.on_cnm(3, to7(), 64, 100 * MS);
     assert!(c.policy().p_percent(3) < p, "CNMs cut P again");
 }
+
+/// `policy.kind = "static"` (the InfiniBand CC baseline): every congestion sample's CNM goes
+/// into the fabric, the own host's too, and neither samples, received CNMs, sent octets nor
+/// ticks move P or write a weight.
+#[test]
+fn static_kind_routes_every_cnm_to_the_host_and_never_writes() {
+    let mut policy = PolicyConfig::published();
+    policy.kind = PolicyKind::Static;
+    policy.variant = crate::policy::Variant::Combined;
+    let mut c = SwitchCore::new(policy, WeightsConfig::default()).unwrap();
+    c.learn(plan([255, 0, 1]), 0, 0);
+    while c.poll_write().is_some() {}
+    let remote = Culprit {
+        src: mac("02:00:00:02:00:01"),
+        dst: mac("02:00:00:07:00:01"),
+    };
+    let own = Culprit {
+        src: mac("02:00:00:01:00:01"),
+        ..remote
+    };
+    for (i, culprit) in [remote, own].into_iter().enumerate() {
+        let s = CongestionSample {
+            port: 3,
+            qntz_fb: 63,
+            culprit,
+        };
+        let at = (i as u64 + 1) * MS;
+        assert_eq!(c.on_congestion(&s, at), CnmRoute::Fabric);
+        c.on_cnm(3, to7(), 63, at);
+        c.on_bytes(3, 1_000_000, at);
+        c.on_tick(at + MS);
+    }
+    assert_eq!(c.policy().p_percent(3), Some(100.0));
+    assert_eq!(c.policy().counters().congestion_observed, 0);
+    assert_eq!(c.counters().cnm_generated, 2);
+    assert_eq!(c.counters().cnm_to_own_host, 1);
+    assert_eq!(c.counters().cnm_generated_charged, 0);
+    assert_eq!(c.counters().cnm_received, 2);
+    assert_eq!(c.poll_write(), None);
+}

@@ -2,7 +2,11 @@
 //!
 //! **Table 0, classify** (priorities in [`priority`]):
 //! - CNM (EtherType 0x22E7) from a fabric port → Nicira `controller(id=AGENT)`; from a host port
-//!   → drop (the flow's counters count them: a host must not steer the fabric).
+//!   → drop (the flow's counters count them: a host must not steer the fabric). With
+//!   [`PlanOptions::cnm_to_hosts`] (the InfiniBand CC baseline, BECN to the source adapter) a CNM
+//!   from a fabric port goes to table 2 instead: the fabric forwards it by its destination MAC —
+//!   the culprit's source host — like data, and the host's edge switch delivers it out of the
+//!   host's port, where the host's throttler (`fabricflow-agent throttle`) reacts.
 //! - LLDP → `output:CONTROLLER` (controller id 0, so the agent's connection does not get it).
 //! - ARP requests from a host for an address in the fabric's /8 → an **edge responder** that
 //!   turns the request into the reply and sends it back out of `IN_PORT`. Because the low 24
@@ -127,6 +131,9 @@ pub struct PlanOptions {
     pub failed: BTreeSet<Link>,
     /// Path-tagged multipath rules for DRB instead of decision points (`None`: off).
     pub multipath: Option<paths::Multipath>,
+    /// CNMs from fabric ports are forwarded to the culprit's host (table 2) instead of the
+    /// agent: the hosts are the reaction points (InfiniBand CC baseline).
+    pub cnm_to_hosts: bool,
 }
 
 impl Default for PlanOptions {
@@ -141,6 +148,7 @@ impl Default for PlanOptions {
             lossless: None,
             failed: BTreeSet::new(),
             multipath: None,
+            cnm_to_hosts: false,
         }
     }
 }
@@ -672,7 +680,9 @@ impl<'a> Planner<'a> {
                 eth_type: Some(ethertype::CNM),
                 ..Default::default()
             };
-            let ins = if p.role.is_fabric() {
+            let ins = if p.role.is_fabric() && self.opts.cnm_to_hosts {
+                Instructions::goto(Vec::new(), TABLE_TRANSIT)
+            } else if p.role.is_fabric() {
                 Instructions::apply(vec![Action::NxController {
                     id: self.opts.agent_controller_id,
                 }])
