@@ -261,7 +261,7 @@ fn seconds(ns: u64) -> f64 {
 }
 
 /// Every family, in exposition order.
-const FAMILIES: [Family; 28] = [
+const FAMILIES: [Family; 29] = [
     family(
         Gauge,
         "fabricflow_agent_connected",
@@ -325,6 +325,12 @@ const FAMILIES: [Family; 28] = [
         "fabricflow_agent_cnm_received",
         "CNMs accepted and charged to a fabric port.",
         |v| per_switch(v.session.counters.cnm_received),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_cnm_relayed",
+        "CNMs received that no decision point of this switch chose the route of, relayed towards the culprit's source.",
+        |v| per_switch(v.session.counters.cnm_relayed),
     ),
     family(
         Counter,
