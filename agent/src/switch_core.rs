@@ -381,17 +381,18 @@ impl SwitchCore {
     /// A CNM arrived over a fabric port (the caller checked that): charge it here, or relay it
     /// towards the culprit's source, whose switch chose the culprit's route.
     ///
-    /// - A decision point for the culprit's destination, or the culprit's source is a host of
-    ///   this switch: charged here ([`on_cnm`](Self::on_cnm)). The first is every CNM a
-    ///   Dragonfly switch or a fat-tree leaf receives for traffic it could have steered; the
-    ///   second a source switch whose culprit went minimally (no decision point for its
-    ///   destination: charged to the arrival port, as `on_cnm` does).
-    /// - Otherwise nothing here chose the culprit's route (a fat-tree's middle and top levels,
-    ///   a file fabric's transit switches, a destination group's switch on the way back): the
-    ///   CNM is relayed, its count one higher, unless it has been relayed
-    ///   [`MAX_CNM_RELAYS`] times already (dropped).
+    /// - A switch with decision points charges every CNM it receives ([`on_cnm`](Self::on_cnm):
+    ///   to the decision point for the culprit's destination, else to the arrival port). That is
+    ///   every switch a CNM reaches first on a Dragonfly and on a 2-level fat-tree, where the
+    ///   first switch back from the congestion point is, but for rare corners, where the
+    ///   culprit's route was chosen. So is a CNM whose culprit is a host of this switch.
+    /// - A switch without decision points (a fat-tree's middle and top levels, a file fabric's
+    ///   transit switches) chose no route: the CNM is relayed, its count one higher, unless it
+    ///   has been relayed [`MAX_CNM_RELAYS`] times already (dropped). Minimal routing towards
+    ///   the culprit's source takes it to the next switch's agent and, at the latest, to the
+    ///   source's switch.
     ///
-    /// DRB charges every CNM where it arrives, as before (its pairs are the source switch's).
+    /// DRB charges every CNM where it arrives (its pairs are the source switch's).
     pub fn on_received_cnm(&mut self, cnm: &ReceivedCnm, now_ns: u64) -> CnmFate {
         if self.drb.is_none() && !self.charges_here(&cnm.culprit) {
             if cnm.relays >= MAX_CNM_RELAYS {
@@ -407,14 +408,12 @@ impl SwitchCore {
         CnmFate::Charged
     }
 
-    /// Whether a CNM about `culprit` is this switch's to charge: a decision point serves its
-    /// destination, or its source is one of this switch's hosts.
+    /// Whether a CNM about `culprit` is this switch's to charge: the switch has decision
+    /// points, or the culprit's source is one of its hosts.
     fn charges_here(&self, culprit: &Culprit) -> bool {
-        self.minimal_port_towards(culprit.dst).is_some()
-            || self
-                .plan
-                .as_ref()
-                .is_some_and(|p| p.local_hosts.contains(&culprit.src))
+        self.plan
+            .as_ref()
+            .is_some_and(|p| !p.groups.is_empty() || p.local_hosts.contains(&culprit.src))
     }
 
     /// A CNM arrived on fabric port `port` (the caller checked it came from a fabric port) about

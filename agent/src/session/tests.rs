@@ -786,14 +786,13 @@ fn packet_outs(msgs: &[Message]) -> Vec<PacketOut> {
 }
 
 #[test]
-fn a_cnm_this_switch_cannot_charge_goes_back_into_the_pipeline_with_its_relay_count_raised() {
-    let (mut s, _) = running(plan_groups());
+fn a_cnm_a_switch_without_decision_points_receives_goes_back_into_the_pipeline_counted_up() {
+    let (mut s, _) = connect_with(session(), vec![], top_switch_flows());
     drain(&mut s);
-    // Another switch's host, a destination group (3) without a decision point here.
     for vlan in [false, true] {
         let before = s.counters().cnm_relayed;
-        let arriving = relayed_cnm_frame("02:00:00:02:00:01", "02:00:00:03:00:01", 2, vlan);
-        feed(&mut s, &packet_in(4, arriving.clone()), 2 * MS);
+        let arriving = relayed_cnm_frame("02:00:00:00:00:01", "02:00:00:07:00:01", 2, vlan);
+        feed(&mut s, &packet_in(2, arriving.clone()), 2 * MS);
         let pos = packet_outs(&drain(&mut s));
         assert_eq!(pos.len(), 1, "one relay");
         let po = &pos[0];
@@ -809,7 +808,7 @@ fn a_cnm_this_switch_cannot_charge_goes_back_into_the_pipeline_with_its_relay_co
             }]
         );
         // The same frame but for the count: 2 → 3 in the ReservedV bits.
-        let expected = relayed_cnm_frame("02:00:00:02:00:01", "02:00:00:03:00:01", 3, vlan);
+        let expected = relayed_cnm_frame("02:00:00:00:00:01", "02:00:00:07:00:01", 3, vlan);
         assert_eq!(po.data, expected);
         assert_ne!(po.data, arriving);
         let (_, cnm) = Cnm::parse_frame(&po.data).unwrap();
@@ -817,44 +816,58 @@ fn a_cnm_this_switch_cannot_charge_goes_back_into_the_pipeline_with_its_relay_co
         assert_eq!(s.counters().cnm_relayed, before + 1);
     }
     assert_eq!(s.counters().cnm_received, 0);
-    assert_eq!(s.policy().p_percent(4), Some(100.0));
-    assert_eq!(s.policy().p_percent(3), Some(100.0));
+    assert_eq!(s.policy().p_percent(1), Some(100.0));
+    assert_eq!(s.policy().p_percent(2), Some(100.0));
 }
 
 #[test]
-fn a_cnm_this_switch_can_charge_is_never_relayed_and_a_spent_budget_is_a_counted_drop() {
+fn a_switch_with_decision_points_charges_every_cnm_it_receives_never_relays() {
+    let (mut s, _) = running(plan_groups());
+    drain(&mut s);
+    for (i, (src, dst)) in [
+        // Its decision point's destination, relayed before or not.
+        ("02:00:00:02:00:01", "02:00:00:07:00:01"),
+        // Own group, another switch's host: the arrival port.
+        ("02:00:00:02:00:01", "02:00:00:01:00:09"),
+        // Own host.
+        (OWN_HOST, "02:00:00:01:00:09"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let frame = relayed_cnm_frame(src, dst, 5, false);
+        feed(&mut s, &packet_in(4, frame), (i as u64 + 2) * MS);
+        assert!(packet_outs(&drain(&mut s)).is_empty());
+        assert_eq!(s.counters().cnm_received, i as u64 + 1);
+    }
+    assert_eq!(s.counters().cnm_relayed, 0);
+}
+
+#[test]
+fn a_relay_uses_the_configured_in_port_and_a_spent_budget_is_a_counted_drop() {
     let mut agent = published();
-    agent.weights.min_update_interval_line_bytes = 0;
     agent.runtime.emulated_cp.inject_in_port = Some(0xffff_fff0);
     let cfg = SessionConfig {
         cnm_inject_in_port: 0xffff_fff0,
         ..SessionConfig::default()
     };
-    let (mut s, _) = connect(Session::new(cfg, &agent).unwrap(), plan_groups());
+    let (mut s, _) = connect_with(
+        Session::new(cfg, &agent).unwrap(),
+        vec![],
+        top_switch_flows(),
+    );
     drain(&mut s);
-    // Decision point for group 7: charged, however often it was relayed before.
-    let frame = relayed_cnm_frame("02:00:00:02:00:01", "02:00:00:07:00:01", 5, false);
-    feed(&mut s, &packet_in(4, frame), 2 * MS);
-    assert!(packet_outs(&drain(&mut s)).is_empty());
-    assert_eq!(s.counters().cnm_received, 1);
-    // An own host's culprit without a decision point: charged (arrival port), not relayed.
-    let frame = relayed_cnm_frame(OWN_HOST, "02:00:00:01:00:09", 0, false);
-    feed(&mut s, &packet_in(4, frame), 3 * MS);
-    assert!(packet_outs(&drain(&mut s)).is_empty());
-    assert_eq!(s.counters().cnm_received, 2);
-    // A relay uses the configured injection in_port.
-    let frame = relayed_cnm_frame("02:00:00:02:00:01", "02:00:00:03:00:01", 0, false);
-    feed(&mut s, &packet_in(4, frame), 4 * MS);
+    let frame = relayed_cnm_frame("02:00:00:00:00:01", "02:00:00:07:00:01", 0, false);
+    feed(&mut s, &packet_in(2, frame), 2 * MS);
     assert_eq!(packet_outs(&drain(&mut s))[0].in_port, 0xffff_fff0);
-    // Spent budget: dropped and counted.
     let spent = crate::switch_core::MAX_CNM_RELAYS;
-    let frame = relayed_cnm_frame("02:00:00:02:00:01", "02:00:00:03:00:01", spent, false);
-    feed(&mut s, &packet_in(4, frame), 5 * MS);
+    let frame = relayed_cnm_frame("02:00:00:00:00:01", "02:00:00:07:00:01", spent, false);
+    feed(&mut s, &packet_in(2, frame), 3 * MS);
     assert!(packet_outs(&drain(&mut s)).is_empty());
     assert_eq!(
         s.counters().cnm_dropped.get(&DropReason::RelayBudgetSpent),
         Some(&1)
     );
     assert_eq!(s.counters().cnm_relayed, 1);
-    assert_eq!(s.counters().cnm_received, 2);
+    assert_eq!(s.counters().cnm_received, 0);
 }

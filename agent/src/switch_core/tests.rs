@@ -434,18 +434,24 @@ fn a_received_cnm_for_an_own_host_without_a_decision_point_is_charged_to_its_arr
 }
 
 #[test]
-fn a_received_cnm_nothing_here_routed_is_relayed_with_its_count_one_higher_and_charges_nothing() {
-    // A destination-group switch with decision points for other groups only, and a top switch
-    // with none: a CNM about another switch's host bound for a destination without a decision
-    // point here is relayed, P and weights untouched.
-    for (p, dst) in [
-        (plan([255, 0, 1]), "02:00:00:01:00:09"),
-        (top_plan(), "02:00:00:00:00:01"),
-        (top_plan(), "02:00:00:07:00:01"),
-    ] {
+fn a_received_cnm_on_a_switch_with_decision_points_is_charged_there_even_without_one_for_it() {
+    // A Dragonfly switch of the culprit's destination group on the CNM's way back: no decision
+    // point for its own group, not the culprit's switch; charged to the arrival port as
+    // `on_cnm` always did (Dragonfly behaviour unchanged).
+    let mut c = core(crate::policy::Variant::Base, 0);
+    c.learn(plan([255, 0, 1]), 0, 0);
+    let cnm = received(4, "02:00:00:02:00:01", "02:00:00:01:00:09", 0);
+    assert_eq!(c.on_received_cnm(&cnm, MS), CnmFate::Charged);
+    assert!(c.policy().p_percent(4).unwrap() < 100.0);
+    assert_eq!(c.counters().cnm_relayed, 0);
+}
+
+#[test]
+fn a_received_cnm_on_a_switch_without_decision_points_is_relayed_with_its_count_one_higher() {
+    // A fat-tree's top or middle switch: whatever the culprit, relayed, P and weights untouched.
+    for dst in ["02:00:00:00:00:01", "02:00:00:07:00:01"] {
         let mut c = core(crate::policy::Variant::Combined, 0);
-        c.learn(p, 0, 0);
-        writes(&mut c);
+        c.learn(top_plan(), 0, 0);
         let ps: Vec<_> = c
             .policy()
             .ports()
@@ -472,6 +478,15 @@ fn a_received_cnm_nothing_here_routed_is_relayed_with_its_count_one_higher_and_c
         assert_eq!(c.counters().cnm_received, 0);
         assert_eq!(c.counters().cnm_relayed, 3);
     }
+}
+
+#[test]
+fn a_switch_without_a_plan_relays() {
+    // No plan learned yet (the session drops such CNMs before the core sees them): nothing
+    // here to charge.
+    let mut c = core(crate::policy::Variant::Base, 0);
+    let cnm = received(2, "02:00:00:02:00:01", "02:00:00:07:00:01", 0);
+    assert_eq!(c.on_received_cnm(&cnm, MS), CnmFate::Relay { relays: 1 });
 }
 
 #[test]
