@@ -170,7 +170,7 @@ pub fn check_cnm(
 ) -> Result<(PortNo, FrameInfo, Cnm), DropReason> {
     let plan = plan.ok_or(DropReason::NoPlan)?;
     let port = pi.in_port().ok_or(DropReason::NoInPort)?;
-    if !plan.is_fabric_port(port) {
+    if !plan.takes_cnm_from(port) {
         return Err(DropReason::NotFabricPort);
     }
     let is_cnm_type =

@@ -160,6 +160,17 @@ fn follow(
             assert_eq!(id, Some(DEFAULT_AGENT_CONTROLLER_ID));
             assert_ne!(y, x, "handed back to the agent that sent it");
             let port = t.hops.last().unwrap().in_port;
+            // The session takes it (`check_cnm`): a port the agent knows CNMs come in by.
+            let plan = cores[y].plan().unwrap();
+            assert!(
+                plan.takes_cnm_from(port),
+                "switch {y} refuses a CNM on port {port}"
+            );
+            // Where decision points are, the ports are the fabric ports learned from routes,
+            // as before.
+            if !plan.groups.is_empty() {
+                assert!(plan.cnm_ports.is_subset(&plan.fabric_ports), "switch {y}");
+            }
             let first = first.unwrap_or((y, cores[y].minimal_port_towards(culprit.dst).is_some()));
             let received = ReceivedCnm {
                 port,
