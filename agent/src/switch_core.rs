@@ -100,6 +100,7 @@ pub struct ReceivedCnm {
 /// inconsistency between switches' plans could otherwise make a loop. It fits the 6 ReservedV
 /// bits that carry the count.
 pub const MAX_CNM_RELAYS: u8 = 16;
+const _: () = assert!(MAX_CNM_RELAYS <= 63, "the count fits the 6 ReservedV bits");
 
 /// What becomes of a [`ReceivedCnm`] ([`SwitchCore::on_received_cnm`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
