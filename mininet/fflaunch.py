@@ -583,8 +583,9 @@ class FabricNet:
         except OSError:
             return None
         out = {}
+        tree = self.fabric.doc.get("kind") == "fattree"
         for sw in self.fabric.switches:
-            level = sw.get("level", sw.get("group"))
+            level = sw.get("level") if tree else sw.get("group")
             row = out.setdefault(str(level), {"generated": 0, "charged": 0, "relayed": 0})
             br = self.fabric.sw_short[sw["name"]]
             for key, name in (("generated", "fabricflow_agent_cnm_generated_total"),
