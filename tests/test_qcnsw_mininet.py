@@ -14,7 +14,9 @@ all under ADV+1 here (each of the 7 groups sends over its one 2.5 Mb/s global li
 17.5 Mb/s), so no minimal run is needed (the measured figures: mininet/README.md, "QCN-SW
 results", Dragonfly(1,2,3)).  The controller-mode all-pairs ping covers the controller
 runtime alone.  The census test checks the other side of the harness's `cp.min_sources`: a
-link that one host fills gets no CNM and keeps P at 100, and gets them with the gate off.
+link that one host fills gets no CNM and keeps P at 100, and gets them with the gate off.  The
+fat-tree k=2 n=3 tests: every level ready, and a top switch's congestion charged at the
+culprit's leaf through the middle switch's relay.
 """
 
 import os
