@@ -629,6 +629,28 @@ class FabricNet:
             tot[k] = sum(s[k] for s in st.values())
         return tot
 
+    def agent_cnms_by_level(self):
+        """{level: {"generated", "charged", "relayed"}} summed over the switches of each level
+        (fat-trees: 0 = leaves; other fabrics: the switch's group) from the agent's /metrics,
+        or None without an agent: where CNMs are generated, and where they take effect."""
+        if not self.agent_variant:
+            return None
+        try:
+            m = self.agent_metrics()
+        except OSError:
+            return None
+        out = {}
+        tree = self.fabric.doc.get("kind") == "fattree"
+        for sw in self.fabric.switches:
+            level = sw.get("level") if tree else sw.get("group")
+            row = out.setdefault(str(level), {"generated": 0, "charged": 0, "relayed": 0})
+            br = self.fabric.sw_short[sw["name"]]
+            for key, name in (("generated", "fabricflow_agent_cnm_generated_total"),
+                              ("charged", "fabricflow_agent_cnm_received_total"),
+                              ("relayed", "fabricflow_agent_cnm_relayed_total")):
+                row[key] += int(metric_sum(m, name, switch=br))
+        return out
+
     # ---- port-stall telemetry --------------------------------------------------------------
     def start_port_stats(self, csv_path, interval_ms=100, poll_us=PORT_STATS_POLL_US):
         """Starts `fabricflow-agent port-stats` on every switch port (roles and rates from the

@@ -105,6 +105,13 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
                   f"frames outside the queues (scripts/ovs-start.sh)", flush=True)
         cnms, mods = fn.agent_counters()
         throttle = fn.throttle_totals()
+        cnms_by_level = fn.agent_cnms_by_level()
+        if cnms_by_level:
+            (outdir / f"{mode.name}-r{rep}-cnms-by-level.json").write_text(
+                json.dumps(cnms_by_level, indent=1, sort_keys=True))
+            print("   CNMs by level (generated/charged/relayed): "
+                  + ", ".join(f"{lv}: {r['generated']}/{r['charged']}/{r['relayed']}"
+                              for lv, r in sorted(cnms_by_level.items())), flush=True)
         g0_global = measure.global_tx_mbytes(fn, group0)
         timings = dict(fn.timings)
         settings = fn.settings()

@@ -213,6 +213,11 @@ pub struct LearnedPlan {
     /// the inject table. Only other-group destinations appear (same-group traffic never goes
     /// through a SELECT group).
     pub minimal_port_by_dest_group: BTreeMap<u16, PortNo>,
+    /// Ports the classify table treats as fabric ports: a CNM arriving there goes to the agent,
+    /// any other frame to the transit table. The fabric ports above are those the switch's
+    /// routes use; a fat-tree's middle switch with more up ports than routes upwards (k = 2,
+    /// n = 3: one of two) still receives CNMs on the others, which it relays.
+    pub cnm_ports: BTreeSet<PortNo>,
     /// Hosts attached to this switch: exact destinations of inject-table flows that output to
     /// a port that is not a fabric port. A CNM for one of them never needs the pipeline.
     pub local_hosts: BTreeSet<MacAddr>,
@@ -232,6 +237,7 @@ impl LearnedPlan {
     /// transit tables (flows of other tables or cookies are ignored).
     pub fn learn(conv: &PlanConventions, groups: &[GroupDesc], flows: &[FlowStats]) -> LearnedPlan {
         let mut plan = LearnedPlan::default();
+        let (mut cnm_to_agent, mut to_transit) = (BTreeSet::new(), BTreeSet::new());
         for g in groups {
             if is_path_group(g.group_id) {
                 if let Some(pg) = learn_path_group(g) {
@@ -257,6 +263,24 @@ impl LearnedPlan {
             plan.controller_flows += 1;
             plan.frozen |= is_freeze_marker(f);
             let actions = flow_actions(f);
+            if f.table_id == conventions::table::CLASSIFY {
+                if let Some(port) = f.r#match.in_port() {
+                    match f.r#match.eth_type() {
+                        Some(fabricflow_proto::ethernet::ethertype::CNM)
+                            if actions.clone().next().is_some() =>
+                        {
+                            cnm_to_agent.insert(port);
+                        }
+                        None if f.r#match.fields.len() == 1
+                            && f.instructions
+                                .contains(&Instruction::GotoTable(conv.transit_table)) =>
+                        {
+                            to_transit.insert(port);
+                        }
+                        _ => {}
+                    }
+                }
+            }
             if f.table_id == conv.transit_table && !matches_one_host(f) {
                 plan.fabric_ports.extend(physical_outputs(actions.clone()));
             }
@@ -273,6 +297,7 @@ impl LearnedPlan {
                 }
             }
         }
+        plan.cnm_ports = cnm_to_agent.intersection(&to_transit).copied().collect();
         // Second pass: the fabric ports are complete only now.
         for f in flows
             .iter()
@@ -304,6 +329,12 @@ impl LearnedPlan {
     /// Whether `port` is a fabric port.
     pub fn is_fabric_port(&self, port: PortNo) -> bool {
         self.fabric_ports.contains(&port)
+    }
+
+    /// Whether a CNM arriving on `port` is taken: a fabric port, or one the plan's classify
+    /// table hands CNMs to the agent from ([`cnm_ports`](Self::cnm_ports)).
+    pub fn takes_cnm_from(&self, port: PortNo) -> bool {
+        self.is_fabric_port(port) || self.cnm_ports.contains(&port)
     }
 
     /// The decision point whose minimal port is `port`, if any.

@@ -35,7 +35,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use fabricflow_proto::cnm::Cnm;
-use fabricflow_proto::ethernet::ethertype;
+use fabricflow_proto::ethernet::{ethertype, FrameInfo};
 use fabricflow_proto::openflow::action::Action;
 use fabricflow_proto::openflow::channel::{Channel, ChannelConfig, CloseReason, Event};
 use fabricflow_proto::openflow::group::GroupMod;
@@ -57,7 +57,9 @@ use crate::latency::LatencyHistogram;
 use crate::link::{LinkConfig, PortLink, PortLinkConfig, PortLinks};
 use crate::plan::{LearnedPlan, PlanConventions};
 use crate::policy::Policy;
-use crate::switch_core::{CnmRoute, CongestionSample, Culprit, Learned, SwitchCore, TimedWrite};
+use crate::switch_core::{
+    CnmFate, CnmRoute, CongestionSample, Culprit, Learned, ReceivedCnm, SwitchCore, TimedWrite,
+};
 use crate::PortNo;
 
 /// How the session talks to its switch (the `[runtime]` section, see [`crate::config`]).
@@ -127,17 +129,21 @@ pub enum DropReason {
     Truncated,
     /// A CNM that does not parse (version ≠ 0, MSDU length out of range, truncated PDU, …).
     Malformed,
+    /// A CNM this switch cannot charge that was already relayed
+    /// [`MAX_CNM_RELAYS`](crate::switch_core::MAX_CNM_RELAYS) times.
+    RelayBudgetSpent,
 }
 
 impl DropReason {
     /// Every reason, for metrics.
-    pub const ALL: [DropReason; 6] = [
+    pub const ALL: [DropReason; 7] = [
         DropReason::NoPlan,
         DropReason::NoInPort,
         DropReason::NotFabricPort,
         DropReason::NotCnm,
         DropReason::Truncated,
         DropReason::Malformed,
+        DropReason::RelayBudgetSpent,
     ];
 
     /// The label used in metrics.
@@ -149,23 +155,28 @@ impl DropReason {
             DropReason::NotCnm => "not_cnm",
             DropReason::Truncated => "truncated",
             DropReason::Malformed => "malformed",
+            DropReason::RelayBudgetSpent => "relay_budget_spent",
         }
     }
 }
 
 /// Checks a packet-in as a CNM: it must come from a fabric port of `plan` and parse as an IEEE
-/// 802.1Qau CNM. Returns the arrival port and the parsed CNM; the [`SwitchCore`] decides which
-/// port's P it cuts (DESIGN §5).
-pub fn check_cnm(plan: Option<&LearnedPlan>, pi: &PacketIn) -> Result<(PortNo, Cnm), DropReason> {
+/// 802.1Qau CNM. Returns the arrival port, the frame's Ethernet header and the parsed CNM; the
+/// [`SwitchCore`] decides whether it is charged here (and which port's P it cuts) or relayed
+/// (DESIGN §5).
+pub fn check_cnm(
+    plan: Option<&LearnedPlan>,
+    pi: &PacketIn,
+) -> Result<(PortNo, FrameInfo, Cnm), DropReason> {
     let plan = plan.ok_or(DropReason::NoPlan)?;
     let port = pi.in_port().ok_or(DropReason::NoInPort)?;
-    if !plan.is_fabric_port(port) {
+    if !plan.takes_cnm_from(port) {
         return Err(DropReason::NotFabricPort);
     }
     let is_cnm_type =
         fabricflow_proto::ethernet::frame_info(&pi.data).map(|fi| fi.ethertype == ethertype::CNM);
     match (is_cnm_type, Cnm::parse_frame(&pi.data)) {
-        (_, Ok((_, cnm))) => Ok((port, cnm)),
+        (_, Ok((info, cnm))) => Ok((port, info, cnm)),
         (Ok(false), Err(_)) => Err(DropReason::NotCnm),
         (_, Err(_)) if pi.data.len() < usize::from(pi.total_len) => Err(DropReason::Truncated),
         (_, Err(_)) => Err(DropReason::Malformed),
@@ -179,6 +190,9 @@ pub struct SessionCounters {
     pub connects: u64,
     /// CNMs accepted and charged to a port.
     pub cnm_received: u64,
+    /// CNMs accepted that this switch cannot charge (no decision point chose the culprit's
+    /// route here), relayed towards the culprit's source.
+    pub cnm_relayed: u64,
     /// Packet-ins dropped, by reason.
     pub cnm_dropped: BTreeMap<DropReason, u64>,
     /// CNMs the emulated CP generated and injected.
@@ -834,14 +848,51 @@ impl Session {
     }
 
     fn on_packet_in(&mut self, pi: &PacketIn, now_ns: u64) {
-        match check_cnm(self.core.plan(), pi) {
-            Ok((port, cnm)) => self.core.on_cnm(port, cnm.encap_da, cnm.qntz_fb, now_ns),
-            Err(why) => {
-                let n = self.counters.cnm_dropped.entry(why).or_insert(0);
-                *n = n.saturating_add(1);
-                tracing::debug!(reason = why.label(), in_port = ?pi.in_port(), "packet-in dropped");
+        let why = match check_cnm(self.core.plan(), pi) {
+            Ok((port, info, mut cnm)) => {
+                let received = ReceivedCnm {
+                    port,
+                    culprit: Culprit {
+                        src: info.dst,
+                        dst: cnm.encap_da,
+                    },
+                    qntz_fb: cnm.qntz_fb,
+                    relays: cnm.reserved,
+                };
+                match self.core.on_received_cnm(&received, now_ns) {
+                    CnmFate::Charged => return,
+                    CnmFate::Relay { relays } => {
+                        // The same CNM, its relay count in the ReservedV bits, into the
+                        // pipeline as the switch's own CNMs go: the fabric carries it on towards
+                        // the culprit's source, whose switch's agent gets it from table 0.
+                        cnm.reserved = relays;
+                        let frame = cnm.to_frame(info.dst, info.src, info.vlan).to_vec();
+                        tracing::trace!(in_port = port, relays, src = %info.dst, "CNM relayed");
+                        self.packet_out_to_pipeline(frame);
+                        return;
+                    }
+                    CnmFate::RelayBudgetSpent => DropReason::RelayBudgetSpent,
+                }
             }
-        }
+            Err(why) => why,
+        };
+        let n = self.counters.cnm_dropped.entry(why).or_insert(0);
+        *n = n.saturating_add(1);
+        tracing::debug!(reason = why.label(), in_port = ?pi.in_port(), "packet-in dropped");
+    }
+
+    /// Sends `frame` into the switch's pipeline: PACKET_OUT, in_port = `cnm_inject_in_port`,
+    /// output:TABLE (the plan's table 0 sends that in_port to transit).
+    fn packet_out_to_pipeline(&mut self, frame: Vec<u8>) {
+        let out = PacketOut::new(
+            self.cfg.cnm_inject_in_port,
+            vec![Action::Output {
+                port: OFPP_TABLE,
+                max_len: 0,
+            }],
+            frame,
+        );
+        self.send(|x| Message::packet_out(x, out));
     }
 
     /// The emulated congestion point built `frame`, a CNM for the culprit of a frame it sampled
@@ -866,15 +917,7 @@ impl Session {
             culprit,
         };
         if self.core.on_congestion(&sample, now_ns) == CnmRoute::Fabric {
-            let out = PacketOut::new(
-                self.cfg.cnm_inject_in_port,
-                vec![Action::Output {
-                    port: OFPP_TABLE,
-                    max_len: 0,
-                }],
-                frame,
-            );
-            self.send(|x| Message::packet_out(x, out));
+            self.packet_out_to_pipeline(frame);
         }
     }
 
@@ -1000,6 +1043,7 @@ impl Session {
         let c = self.core.counters();
         SessionCounters {
             cnm_received: c.cnm_received,
+            cnm_relayed: c.cnm_relayed,
             cnm_generated: c.cnm_generated,
             cnm_generated_charged: c.cnm_generated_charged,
             cnm_to_own_host: c.cnm_to_own_host,

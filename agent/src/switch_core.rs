@@ -80,11 +80,53 @@ pub enum CnmRoute {
     OwnHost,
 }
 
+/// A CNM that reached this switch's agent over a fabric port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReceivedCnm {
+    /// The fabric port it arrived on.
+    pub port: PortNo,
+    /// The frame it is about: `src` is the CNM's destination (the host that sent the sampled
+    /// frame), `dst` its encapsulated DA.
+    pub culprit: Culprit,
+    /// Quantised |Fb|, 0..=63.
+    pub qntz_fb: u8,
+    /// How many agents relayed it before this one (the CNM's ReservedV bits, which the CPs that
+    /// generate CNMs transmit as 0).
+    pub relays: u8,
+}
+
+/// Most relays a CNM may take. A relayed CNM follows the minimal route towards the culprit's
+/// source, whose switch charges it and never relays, so a consistent plan needs at most one
+/// relay per switch on that route (a k-ary n-tree: 2n − 4); the budget bounds what a transient
+/// inconsistency between switches' plans could otherwise make a loop. It fits the 6 ReservedV
+/// bits that carry the count.
+pub const MAX_CNM_RELAYS: u8 = 16;
+const _: () = assert!(MAX_CNM_RELAYS <= 63, "the count fits the 6 ReservedV bits");
+
+/// What becomes of a [`ReceivedCnm`] ([`SwitchCore::on_received_cnm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CnmFate {
+    /// Charged here ([`SwitchCore::on_cnm`]).
+    Charged,
+    /// Not this switch's to charge: send it on towards the culprit's source with its relay
+    /// count set to `relays` (into the pipeline, like a CNM of the switch's own CP).
+    Relay {
+        /// The CNM's relay count after this relay.
+        relays: u8,
+    },
+    /// Not chargeable here and already relayed [`MAX_CNM_RELAYS`] times: dropped.
+    RelayBudgetSpent,
+}
+
 /// Counters of the core (monotonic).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CoreCounters {
     /// CNMs charged to a fabric port.
     pub cnm_received: u64,
+    /// CNMs received that this switch could not charge, relayed towards the culprit's source.
+    pub cnm_relayed: u64,
+    /// CNMs received that this switch could not charge and had spent their relay budget.
+    pub cnm_relay_budget_spent: u64,
     /// Congestion samples turned into CNMs.
     pub cnm_generated: u64,
     /// Of those, charged locally too (source processing on, culprit bound for another group).
@@ -336,6 +378,44 @@ impl SwitchCore {
         } else {
             Learned::Unchanged
         }
+    }
+
+    /// A CNM arrived over a fabric port (the caller checked that): charge it here, or relay it
+    /// towards the culprit's source, whose switch chose the culprit's route.
+    ///
+    /// - A switch with decision points charges every CNM it receives ([`on_cnm`](Self::on_cnm):
+    ///   to the decision point for the culprit's destination, else to the arrival port). That is
+    ///   every switch a CNM reaches first on a Dragonfly and on a 2-level fat-tree, where the
+    ///   first switch back from the congestion point is, but for rare corners, where the
+    ///   culprit's route was chosen. So is a CNM whose culprit is a host of this switch.
+    /// - A switch without decision points (a fat-tree's middle and top levels, a file fabric's
+    ///   transit switches) chose no route: the CNM is relayed, its count one higher, unless it
+    ///   has been relayed [`MAX_CNM_RELAYS`] times already (dropped). Minimal routing towards
+    ///   the culprit's source takes it to the next switch's agent and, at the latest, to the
+    ///   source's switch.
+    ///
+    /// DRB charges every CNM where it arrives (its pairs are the source switch's).
+    pub fn on_received_cnm(&mut self, cnm: &ReceivedCnm, now_ns: u64) -> CnmFate {
+        if self.drb.is_none() && !self.charges_here(&cnm.culprit) {
+            if cnm.relays >= MAX_CNM_RELAYS {
+                self.counters.cnm_relay_budget_spent += 1;
+                return CnmFate::RelayBudgetSpent;
+            }
+            self.counters.cnm_relayed += 1;
+            return CnmFate::Relay {
+                relays: cnm.relays + 1,
+            };
+        }
+        self.on_cnm(cnm.port, cnm.culprit.dst, cnm.qntz_fb, now_ns);
+        CnmFate::Charged
+    }
+
+    /// Whether a CNM about `culprit` is this switch's to charge: the switch has decision
+    /// points, or the culprit's source is one of its hosts.
+    fn charges_here(&self, culprit: &Culprit) -> bool {
+        self.plan
+            .as_ref()
+            .is_some_and(|p| !p.groups.is_empty() || p.local_hosts.contains(&culprit.src))
     }
 
     /// A CNM arrived on fabric port `port` (the caller checked it came from a fabric port) about

@@ -398,10 +398,14 @@ fn a_plan_without_decision_points_is_ready_with_nothing_to_adapt() {
         [1, 2]
     );
     assert_eq!(s.policy().ports(), &[1, 2]);
-    // A CNM from a fabric port is accepted, and there is nothing to write.
+    // A CNM from a fabric port is accepted and, nothing here having chosen its culprit's
+    // route, relayed towards the culprit's source; there is nothing to write.
     feed(&mut s, &packet_in(2, cnm_frame(63)), 2 * MS);
-    assert_eq!(s.counters().cnm_received, 1);
-    assert!(group_mods(&drain(&mut s)).is_empty());
+    assert_eq!(s.counters().cnm_received, 0);
+    assert_eq!(s.counters().cnm_relayed, 1);
+    let sent = drain(&mut s);
+    assert!(group_mods(&sent).is_empty());
+    assert_eq!(packet_outs(&sent).len(), 1);
     // The periodic read finds the same plan: still ready, nothing changed.
     s.on_timer(5_000 * MS + MS);
     let msgs = drain(&mut s);
@@ -750,4 +754,123 @@ fn minimal_bucket_bytes_feed_the_byte_counter_across_weight_writes() {
         (r - (q + 1.0)).abs() < 1e-9,
         "exactly one more increase: {r}"
     );
+}
+
+/// A CNM to `source` about a frame it sent to `dst`, already relayed `relays` times, as it
+/// arrives (VLAN-tagged when `vlan`).
+fn relayed_cnm_frame(source: &str, dst: &str, relays: u8, vlan: bool) -> Vec<u8> {
+    let cp: MacAddr = "02:00:00:07:01:07".parse().unwrap();
+    let cnm = Cnm {
+        reserved: relays,
+        qntz_fb: 33,
+        cpid: Cpid::new(cp, 2),
+        q_offset: -40,
+        q_delta: 7,
+        encap_priority: 0,
+        encap_da: dst.parse().unwrap(),
+        encap_msdu: vec![0x45; 30],
+    };
+    let tag = vlan.then_some(fabricflow_proto::ethernet::VlanTag {
+        tpid: 0x8100,
+        pcp: 6,
+        dei: false,
+        vid: 1,
+    });
+    cnm.to_frame(source.parse().unwrap(), cp, tag).to_vec()
+}
+
+fn packet_outs(msgs: &[Message]) -> Vec<PacketOut> {
+    msgs.iter()
+        .filter_map(|m| match &m.body {
+            Body::PacketOut(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_cnm_a_switch_without_decision_points_receives_goes_back_into_the_pipeline_counted_up() {
+    let (mut s, _) = connect_with(session(), vec![], top_switch_flows());
+    drain(&mut s);
+    for vlan in [false, true] {
+        let before = s.counters().cnm_relayed;
+        let arriving = relayed_cnm_frame("02:00:00:00:00:01", "02:00:00:07:00:01", 2, vlan);
+        feed(&mut s, &packet_in(2, arriving.clone()), 2 * MS);
+        let pos = packet_outs(&drain(&mut s));
+        assert_eq!(pos.len(), 1, "one relay");
+        let po = &pos[0];
+        assert_eq!(
+            po.in_port, OFPP_CONTROLLER,
+            "the in_port table 0 sends to transit"
+        );
+        assert_eq!(
+            po.actions,
+            vec![Action::Output {
+                port: OFPP_TABLE,
+                max_len: 0
+            }]
+        );
+        // The same frame but for the count: 2 → 3 in the ReservedV bits.
+        let expected = relayed_cnm_frame("02:00:00:00:00:01", "02:00:00:07:00:01", 3, vlan);
+        assert_eq!(po.data, expected);
+        assert_ne!(po.data, arriving);
+        let (_, cnm) = Cnm::parse_frame(&po.data).unwrap();
+        assert_eq!(cnm.reserved, 3);
+        assert_eq!(s.counters().cnm_relayed, before + 1);
+    }
+    assert_eq!(s.counters().cnm_received, 0);
+    assert_eq!(s.policy().p_percent(1), Some(100.0));
+    assert_eq!(s.policy().p_percent(2), Some(100.0));
+}
+
+#[test]
+fn a_switch_with_decision_points_charges_every_cnm_it_receives_never_relays() {
+    let (mut s, _) = running(plan_groups());
+    drain(&mut s);
+    for (i, (src, dst)) in [
+        // Its decision point's destination, relayed before or not.
+        ("02:00:00:02:00:01", "02:00:00:07:00:01"),
+        // Own group, another switch's host: the arrival port.
+        ("02:00:00:02:00:01", "02:00:00:01:00:09"),
+        // Own host.
+        (OWN_HOST, "02:00:00:01:00:09"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let frame = relayed_cnm_frame(src, dst, 5, false);
+        feed(&mut s, &packet_in(4, frame), (i as u64 + 2) * MS);
+        assert!(packet_outs(&drain(&mut s)).is_empty());
+        assert_eq!(s.counters().cnm_received, i as u64 + 1);
+    }
+    assert_eq!(s.counters().cnm_relayed, 0);
+}
+
+#[test]
+fn a_relay_uses_the_configured_in_port_and_a_spent_budget_is_a_counted_drop() {
+    let mut agent = published();
+    agent.runtime.emulated_cp.inject_in_port = Some(0xffff_fff0);
+    let cfg = SessionConfig {
+        cnm_inject_in_port: 0xffff_fff0,
+        ..SessionConfig::default()
+    };
+    let (mut s, _) = connect_with(
+        Session::new(cfg, &agent).unwrap(),
+        vec![],
+        top_switch_flows(),
+    );
+    drain(&mut s);
+    let frame = relayed_cnm_frame("02:00:00:00:00:01", "02:00:00:07:00:01", 0, false);
+    feed(&mut s, &packet_in(2, frame), 2 * MS);
+    assert_eq!(packet_outs(&drain(&mut s))[0].in_port, 0xffff_fff0);
+    let spent = crate::switch_core::MAX_CNM_RELAYS;
+    let frame = relayed_cnm_frame("02:00:00:00:00:01", "02:00:00:07:00:01", spent, false);
+    feed(&mut s, &packet_in(2, frame), 3 * MS);
+    assert!(packet_outs(&drain(&mut s)).is_empty());
+    assert_eq!(
+        s.counters().cnm_dropped.get(&DropReason::RelayBudgetSpent),
+        Some(&1)
+    );
+    assert_eq!(s.counters().cnm_relayed, 1);
+    assert_eq!(s.counters().cnm_received, 0);
 }

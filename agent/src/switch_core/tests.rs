@@ -421,3 +421,170 @@ fn static_kind_routes_every_cnm_to_the_host_and_never_writes() {
     assert_eq!(c.counters().cnm_received, 2);
     assert_eq!(c.poll_write(), None);
 }
+
+fn received(port: PortNo, src: &str, dst: &str, relays: u8) -> ReceivedCnm {
+    ReceivedCnm {
+        port,
+        culprit: Culprit {
+            src: mac(src),
+            dst: mac(dst),
+        },
+        qntz_fb: 63,
+        relays,
+    }
+}
+
+#[test]
+fn a_received_cnm_with_a_decision_point_for_its_destination_is_charged_here_whoever_sent_it() {
+    // Dragonfly and 2-level fat-tree: the switch a CNM reaches has the decision point for the
+    // culprit's destination, own host or not, relayed or not: charged to that decision point,
+    // exactly as `on_cnm` (the same write as in
+    // a_cnm_on_the_minimal_port_yields_one_write_with_the_cut_split).
+    for (src, relays) in [
+        ("02:00:00:01:00:01", 0),
+        ("02:00:00:02:00:01", 0),
+        ("02:00:00:02:00:01", MAX_CNM_RELAYS),
+    ] {
+        let mut c = core(crate::policy::Variant::Base, 0);
+        c.learn(plan([255, 0, 1]), 0, 0);
+        let cnm = received(4, src, "02:00:00:07:00:01", relays);
+        assert_eq!(c.on_received_cnm(&cnm, MS), CnmFate::Charged);
+        assert_eq!(c.policy().p_percent(4), Some(100.0));
+        let w = writes(&mut c);
+        assert_eq!(w.len(), 1);
+        assert_eq!(
+            (w[0].group_id, w[0].weights.clone()),
+            (1003, vec![129, 126, 1])
+        );
+        assert_eq!(c.counters().cnm_received, 1);
+        assert_eq!(c.counters().cnm_relayed, 0);
+    }
+}
+
+#[test]
+fn a_received_cnm_for_an_own_host_without_a_decision_point_is_charged_to_its_arrival_port() {
+    // The culprit went minimally from here (its destination is in this switch's group): the
+    // source switch, nothing further to send it to; charged as `on_cnm` always did.
+    let mut c = core(crate::policy::Variant::Base, 0);
+    c.learn(plan([255, 0, 1]), 0, 0);
+    let cnm = received(4, "02:00:00:01:00:01", "02:00:00:01:00:09", 0);
+    assert_eq!(c.on_received_cnm(&cnm, MS), CnmFate::Charged);
+    assert!(c.policy().p_percent(4).unwrap() < 100.0);
+    assert_eq!(c.policy().p_percent(3), Some(100.0));
+    assert_eq!(c.counters().cnm_received, 1);
+    assert_eq!(c.counters().cnm_relayed, 0);
+}
+
+#[test]
+fn a_received_cnm_on_a_switch_with_decision_points_is_charged_there_even_without_one_for_it() {
+    // A Dragonfly switch of the culprit's destination group on the CNM's way back: no decision
+    // point for its own group, not the culprit's switch; charged to the arrival port as
+    // `on_cnm` always did (Dragonfly behaviour unchanged).
+    let mut c = core(crate::policy::Variant::Base, 0);
+    c.learn(plan([255, 0, 1]), 0, 0);
+    let cnm = received(4, "02:00:00:02:00:01", "02:00:00:01:00:09", 0);
+    assert_eq!(c.on_received_cnm(&cnm, MS), CnmFate::Charged);
+    assert!(c.policy().p_percent(4).unwrap() < 100.0);
+    assert_eq!(c.counters().cnm_relayed, 0);
+}
+
+#[test]
+fn a_received_cnm_on_a_switch_without_decision_points_is_relayed_with_its_count_one_higher() {
+    // A fat-tree's top or middle switch: whatever the culprit, relayed, P and weights untouched.
+    for dst in ["02:00:00:00:00:01", "02:00:00:07:00:01"] {
+        let mut c = core(crate::policy::Variant::Combined, 0);
+        c.learn(top_plan(), 0, 0);
+        let ps: Vec<_> = c
+            .policy()
+            .ports()
+            .iter()
+            .map(|&q| c.policy().p_percent(q))
+            .collect();
+        for (i, relays) in [0u8, 1, MAX_CNM_RELAYS - 1].into_iter().enumerate() {
+            let cnm = received(2, "02:00:00:02:00:01", dst, relays);
+            assert_eq!(
+                c.on_received_cnm(&cnm, (i as u64 + 1) * MS),
+                CnmFate::Relay { relays: relays + 1 }
+            );
+        }
+        c.on_tick(10 * MS);
+        let after: Vec<_> = c
+            .policy()
+            .ports()
+            .iter()
+            .map(|&q| c.policy().p_percent(q))
+            .collect();
+        assert_eq!(ps, after, "a relayed CNM charges no port");
+        assert!(writes(&mut c).is_empty());
+        assert_eq!(c.policy().counters().cnm_received, 0);
+        assert_eq!(c.counters().cnm_received, 0);
+        assert_eq!(c.counters().cnm_relayed, 3);
+    }
+}
+
+#[test]
+fn a_switch_without_a_plan_relays() {
+    // No plan learned yet (the session drops such CNMs before the core sees them): nothing
+    // here to charge.
+    let mut c = core(crate::policy::Variant::Base, 0);
+    let cnm = received(2, "02:00:00:02:00:01", "02:00:00:07:00:01", 0);
+    assert_eq!(c.on_received_cnm(&cnm, MS), CnmFate::Relay { relays: 1 });
+}
+
+#[test]
+fn a_cnm_that_spent_its_relay_budget_is_dropped_never_relayed_again() {
+    let mut c = core(crate::policy::Variant::Base, 0);
+    c.learn(top_plan(), 0, 0);
+    for relays in [MAX_CNM_RELAYS, MAX_CNM_RELAYS + 1, 63] {
+        let cnm = received(1, "02:00:00:01:00:01", "02:00:00:00:00:01", relays);
+        assert_eq!(c.on_received_cnm(&cnm, MS), CnmFate::RelayBudgetSpent);
+    }
+    assert_eq!(c.counters().cnm_relay_budget_spent, 3);
+    assert_eq!(c.counters().cnm_relayed, 0);
+    assert_eq!(c.counters().cnm_received, 0);
+}
+
+#[test]
+fn a_frozen_transit_switch_still_relays() {
+    // The freeze stops this switch's weights; a CNM that is not this switch's to charge is
+    // another switch's business and goes on.
+    let mut c = core(crate::policy::Variant::Base, 0);
+    let mut top = top_plan();
+    top.frozen = true;
+    c.learn(top, 0, 0);
+    assert!(c.is_frozen());
+    let cnm = received(1, "02:00:00:01:00:01", "02:00:00:00:00:01", 0);
+    assert_eq!(c.on_received_cnm(&cnm, MS), CnmFate::Relay { relays: 1 });
+}
+
+#[test]
+fn relaying_never_loops_a_cnm_forever() {
+    // Whatever a (broken) fabric does with relayed CNMs, one CNM passing any number of
+    // transit switches, or coming back to the same one, is relayed at most MAX_CNM_RELAYS
+    // times in all.
+    let mut cores: Vec<SwitchCore> = (0..3)
+        .map(|_| {
+            let mut c = core(crate::policy::Variant::Base, 0);
+            c.learn(top_plan(), 0, 0);
+            c
+        })
+        .collect();
+    let mut cnm = received(1, "02:00:00:01:00:01", "02:00:00:00:00:01", 0);
+    let mut hops = 0u32;
+    loop {
+        let c = &mut cores[hops as usize % 3];
+        hops += 1;
+        match c.on_received_cnm(&cnm, u64::from(hops) * MS) {
+            CnmFate::Relay { relays } => cnm.relays = relays,
+            CnmFate::RelayBudgetSpent => break,
+            CnmFate::Charged => panic!("charged on a switch without its source or decision point"),
+        }
+        assert!(
+            hops <= u32::from(MAX_CNM_RELAYS),
+            "relayed more than the budget"
+        );
+    }
+    assert_eq!(hops, u32::from(MAX_CNM_RELAYS) + 1);
+    let relayed: u64 = cores.iter().map(|c| c.counters().cnm_relayed).sum();
+    assert_eq!(relayed, u64::from(MAX_CNM_RELAYS));
+}
