@@ -188,12 +188,12 @@ struct PairWrites {
 }
 
 impl DrbSteer {
-    /// The pair's minimum write interval: the weight planner's, on the link of the pair's
-    /// first group.
+    /// The pair's minimum write interval: the weight planner's for a pair's group, on the link
+    /// of the pair's first group.
     fn interval_ns(&self, groups: &[u32], first_port: Option<PortNo>) -> u64 {
         let id = groups.first().copied().unwrap_or(0);
         let link = self.links.get(first_port.unwrap_or(0));
-        self.weights_cfg.min_update_interval_ns(id, link)
+        self.weights_cfg.pair_update_interval_ns(id, link)
     }
 }
 
