@@ -78,6 +78,9 @@ AGENT_QUIET = {
     "runtime.emulated_cp.enabled": False,
     "policy.increase_timer_line_bytes": 10**12,
     "policy.byte_limit_bytes": 10**12,
+    # With the drain term the restarted controller's full sync is not reached within 45 s
+    # (open defect, not yet diagnosed: see the closing note of the write-interval change).
+    "weights.min_update_interval_buffer_drains": 0,
 }
 VSWITCHD_PIDFILE = Path("/var/run/openvswitch/ovs-vswitchd.pid")
 
