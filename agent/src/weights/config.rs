@@ -46,13 +46,7 @@ impl Default for WeightsConfig {
 impl WeightsConfig {
     /// The minimum update interval of `group_id`, whose minimal port has `link`, in nanoseconds.
     pub fn min_update_interval_ns(&self, group_id: u32, link: PortLink) -> u64 {
-        match self.group_overrides.iter().find(|o| o.group_id == group_id) {
-            Some(o) => o.min_update_interval_us.saturating_mul(1_000),
-            None => link
-                .line_time_ns(self.min_update_interval_line_bytes)
-                .max(self.drain_interval_ns(link))
-                .max(self.min_update_interval_floor_us.saturating_mul(1_000)),
-        }
+        self.interval_ns(group_id, link, self.drain_interval_ns(link))
     }
 
     /// The minimum update interval of a group that carries one switch pair's flows (DRB's path
@@ -61,10 +55,16 @@ impl WeightsConfig {
     /// Mininet the drain term cost DRB 1.26× → 1.18× the throttled baseline (mininet/README.md
     /// "DRB results").
     pub fn pair_update_interval_ns(&self, group_id: u32, link: PortLink) -> u64 {
+        self.interval_ns(group_id, link, 0)
+    }
+
+    /// A group's override, else the longest of the line-time term, `drain_ns` and the floor.
+    fn interval_ns(&self, group_id: u32, link: PortLink, drain_ns: u64) -> u64 {
         match self.group_overrides.iter().find(|o| o.group_id == group_id) {
             Some(o) => o.min_update_interval_us.saturating_mul(1_000),
             None => link
                 .line_time_ns(self.min_update_interval_line_bytes)
+                .max(drain_ns)
                 .max(self.min_update_interval_floor_us.saturating_mul(1_000)),
         }
     }
