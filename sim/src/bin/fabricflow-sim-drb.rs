@@ -62,9 +62,12 @@ struct Cli {
     /// OUT/drb-hot.csv instead of OUT/drb.csv.
     #[arg(long)]
     hot_only: bool,
-    /// The link hot spot's pattern on the torus and the mesh (`linkhot[:C]`).
-    #[arg(long, default_value = "linkhot")]
-    linkhot: Pattern,
+    /// The link hot spots on the torus and the mesh (`linkhot[:C]`, comma-separated). A cube
+    /// whose rows are shorter than 2C switches skips that pattern (said on stderr).
+    /// `linkhot:3` on the 8×8 torus at load 0.3 is the seed's shape: 5 hot links in a row
+    /// carrying 1, 2, 3, 2, 1 hot flows, the hottest at 3.3× the 30 % background.
+    #[arg(long, value_delimiter = ',', default_value = "linkhot")]
+    linkhot: Vec<Pattern>,
     /// Offered loads of the hot-spot rows (comma-separated). IBA CC delivers about half of 0.3,
     /// so peak link loads compare at equal delivered load only at a load it does not throttle.
     #[arg(long, value_delimiter = ',', default_value = "0.3")]
@@ -83,7 +86,7 @@ fn jobs(
     scale: Scale,
     cubes_only: bool,
     hot_only: bool,
-    linkhot: Pattern,
+    linkhot: &[Pattern],
     hot_loads: &[f64],
 ) -> Vec<Job> {
     let shuffle_loads = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0];
@@ -94,6 +97,21 @@ fn jobs(
     };
     let cube_modes = [Routing::Minimal, Routing::IbaCc, Routing::Drb];
     for &topology in cubes {
+        let fits = |p: &Pattern| match (p, topology.parse::<TopologySpec>()) {
+            (
+                Pattern::LinkHot { sources },
+                Ok(TopologySpec::Torus { k, .. } | TopologySpec::Mesh { k, .. }),
+            ) => sources.saturating_mul(2) <= k,
+            _ => true,
+        };
+        let mut hot = vec!["hotspot".to_owned()];
+        for p in linkhot {
+            if fits(p) {
+                hot.push(p.to_string());
+            } else {
+                eprintln!("{topology}: rows too short for {p}, skipped");
+            }
+        }
         for mode in cube_modes {
             if !hot_only {
                 for load in shuffle_loads {
@@ -108,7 +126,7 @@ fn jobs(
             // An endpoint hot spot (4 hosts to one) and a link hot spot (2 switches' hosts
             // whose minimal routes share one link, distinct destinations), both over
             // background traffic at the same offered load.
-            for traffic in ["hotspot".to_owned(), linkhot.to_string()] {
+            for traffic in &hot {
                 for &load in hot_loads {
                     out.push(Job {
                         topology,
@@ -160,7 +178,7 @@ fn real_main() -> anyhow::Result<()> {
         cli.scale,
         cli.cubes_only,
         cli.hot_only,
-        cli.linkhot,
+        &cli.linkhot,
         &cli.hot_loads,
     );
     let next = Mutex::new(0usize);
