@@ -127,6 +127,14 @@ impl PlanConventions {
             .checked_sub(self.group_id_base)
             .is_some_and(|off| off < self.group_id_span)
     }
+
+    /// Whether decision point `group_id` splits over equal-cost ports (its id is in the upper
+    /// half of the range: [`conventions::EQUAL_COST_GROUP_OFFSET`]).
+    pub fn is_equal_cost(&self, group_id: u32) -> bool {
+        group_id
+            .checked_sub(self.group_id_base)
+            .is_some_and(|off| off >= self.group_id_span / 2 && off < self.group_id_span)
+    }
 }
 
 /// One decision point as installed: its structure and its current weights.
@@ -386,8 +394,10 @@ fn learn_group(conv: &PlanConventions, g: &GroupDesc) -> Result<LearnedGroup, Gr
         .and_then(Bucket::output_port)
         .filter(|&p| p != 0 && p <= OFPP_MAX)
         .ok_or(GroupSkip::NoMinimalPort)?;
-    let dp = DecisionPoint::from_bucket_count(g.group_id, minimal_port, g.buckets.len())
-        .map_err(|_| GroupSkip::TooFewBuckets)?;
+    let equal_cost = conv.is_equal_cost(g.group_id);
+    let dp =
+        DecisionPoint::from_bucket_count(g.group_id, minimal_port, g.buckets.len(), equal_cost)
+            .map_err(|_| GroupSkip::TooFewBuckets)?;
     Ok(LearnedGroup {
         dp,
         buckets: g.buckets.clone(),
@@ -494,6 +504,8 @@ pub(crate) mod tests {
         let groups = vec![
             select(1003, &[(3, 255), (4, 0), (3, 1)]),
             select(1005, &[(5, 200), (6, 28), (7, 27), (5, 1)]),
+            // Equal-cost (upper half of the range): a fat-tree leaf's up port 11.
+            select(1000 + 32_768 + 11, &[(11, 128), (12, 127), (11, 1)]),
             // Not owned (below the base), not select, too few buckets, no output.
             select(7, &[(1, 1), (2, 1)]),
             GroupDesc {
@@ -535,20 +547,24 @@ pub(crate) mod tests {
             ),
         ];
         let plan = LearnedPlan::learn(&conv, &groups, &flows);
-        assert_eq!(plan.groups.len(), 2);
+        assert_eq!(plan.groups.len(), 3);
+        let ec = &plan.groups[&(1000 + 32_768 + 11)].dp;
+        assert!(ec.equal_cost && ec.minimal_port == 11 && ec.n_nonminimal == 1);
+        assert!(!plan.groups[&1003].dp.equal_cost);
         let g = &plan.groups[&1005];
         assert_eq!(
             g.dp,
             DecisionPoint {
                 group_id: 1005,
                 minimal_port: 5,
-                n_nonminimal: 2
+                n_nonminimal: 2,
+                equal_cost: false,
             }
         );
         assert_eq!(g.weights(), vec![200, 28, 27, 1]);
         assert_eq!(
             plan.fabric_ports.iter().copied().collect::<Vec<_>>(),
-            vec![3, 4, 5, 6, 7, 8]
+            vec![3, 4, 5, 6, 7, 8, 11, 12]
         );
         assert_eq!(plan.minimal_port_by_dest_group.get(&7), Some(&5));
         assert_eq!(

@@ -22,7 +22,6 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use fabricflow_proto::ethernet::{ethertype, EthernetView};
-use fabricflow_proto::select_weights::p_minimal_from_weights;
 use fabricflow_proto::MacAddr;
 
 use crate::drb::{Drb, DstSwitch};
@@ -346,16 +345,25 @@ impl SwitchCore {
             }
             let port = g.dp.minimal_port;
             if self.seeded.insert(*id) {
-                if let Some(p) = p_minimal_from_weights(&found) {
+                if let Some(p) = g.dp.p_from_weights(&found) {
                     self.policy.set_p_percent(port, p);
+                }
+            }
+            let mut steering = vec![port];
+            if g.dp.equal_cost {
+                let cands = g.candidate_ports();
+                if self.weights.set_equal_cost_ports(*id, &cands).is_ok() {
+                    steering.extend(cands);
                 }
             }
             if self.frozen {
                 continue;
             }
-            if let Some(p) = self.policy.p_percent(port) {
-                self.weights
-                    .on_probability(port, p, now_ns, &mut self.scratch);
+            for port in steering {
+                if let Some(p) = self.policy.p_percent(port) {
+                    self.weights
+                        .on_probability(port, p, now_ns, &mut self.scratch);
+                }
             }
         }
         if thaw {
@@ -437,7 +445,7 @@ impl SwitchCore {
             self.drb_notify(culprit_dst, now_ns, true);
             return;
         }
-        let port = self.minimal_port_towards(culprit_dst).unwrap_or(port);
+        let port = self.charged_port(port, culprit_dst);
         self.feeding_cnm = Some(now_ns);
         self.feed(Event::CnmReceived { port, qntz_fb }, now_ns);
         self.feeding_cnm = None;
@@ -538,6 +546,29 @@ impl SwitchCore {
             CnmRoute::OwnHost
         } else {
             CnmRoute::Fabric
+        }
+    }
+
+    /// The port a CNM that arrived on `arrival` about a frame to `culprit_dst` is charged to:
+    /// the decision point's minimal port, but the arrival port itself when the decision point
+    /// is equal-cost and the arrival port one of its buckets (its ports are all minimal, so the
+    /// CNM came back along the port the culprit left by, and every group weighs that port by
+    /// its P).
+    fn charged_port(&self, arrival: PortNo, culprit_dst: MacAddr) -> PortNo {
+        let Some(m) = self.minimal_port_towards(culprit_dst) else {
+            return arrival;
+        };
+        let equal_cost_bucket = self.plan.as_ref().is_some_and(|plan| {
+            plan.groups.values().any(|g| {
+                g.dp.minimal_port == m
+                    && g.dp.equal_cost
+                    && (arrival == m || g.candidate_ports().contains(&arrival))
+            })
+        });
+        if equal_cost_bucket {
+            arrival
+        } else {
+            m
         }
     }
 

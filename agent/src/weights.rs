@@ -20,7 +20,7 @@ mod config;
 
 pub use config::{GroupOverride, WeightsConfig};
 
-use fabricflow_proto::select_weights::{weights, weights_iter};
+use fabricflow_proto::select_weights::{equal_cost_weights, p_minimal_from_weights, weights_iter};
 
 use crate::error::ConfigError;
 use crate::link::PortLinks;
@@ -36,6 +36,10 @@ pub struct DecisionPoint {
     pub minimal_port: PortNo,
     /// Number of non-minimal candidate buckets (between bucket 0 and the padding bucket).
     pub n_nonminimal: usize,
+    /// Every candidate is minimal too (fat-tree up ports; the plan's
+    /// [`EQUAL_COST_GROUP_OFFSET`](fabricflow_proto::conventions::EQUAL_COST_GROUP_OFFSET)):
+    /// every bucket is weighed by its own port's P, so all P at 100 is an even split.
+    pub equal_cost: bool,
 }
 
 impl DecisionPoint {
@@ -45,6 +49,7 @@ impl DecisionPoint {
         group_id: u32,
         minimal_port: PortNo,
         buckets: usize,
+        equal_cost: bool,
     ) -> Result<Self, WeightsError> {
         let n_nonminimal = buckets
             .checked_sub(2)
@@ -53,7 +58,21 @@ impl DecisionPoint {
             group_id,
             minimal_port,
             n_nonminimal,
+            equal_cost,
         })
+    }
+
+    /// The P of the minimal port that installed `weights` encode, `None` for weights that sum
+    /// to nothing. Equal-cost: the minimal bucket against the heaviest one (the other ports' P
+    /// are their own groups' to tell).
+    pub fn p_from_weights(&self, weights: &[u16]) -> Option<f64> {
+        if !self.equal_cost {
+            return p_minimal_from_weights(weights);
+        }
+        let (&minimal, rest) = weights.split_first()?;
+        let body = rest.split_last().map(|(_, b)| b).unwrap_or(&[]);
+        let top = body.iter().copied().chain([minimal]).max()?;
+        (top > 0).then(|| f64::from(minimal) * 100.0 / f64::from(top))
     }
 
     /// Total bucket count, padding included.
@@ -92,6 +111,16 @@ pub enum WeightsError {
         /// Weights given.
         got: usize,
     },
+    /// Candidate ports given for a group that is not equal-cost, or the wrong number of them.
+    #[error("group {group_id}: {got} candidate ports for an equal-cost group of {expected}")]
+    CandidatePorts {
+        /// OpenFlow group id.
+        group_id: u32,
+        /// Candidate buckets of the decision point (0 when it is not equal-cost).
+        expected: usize,
+        /// Ports given.
+        got: usize,
+    },
     /// The group is not registered.
     #[error("unknown group {0}")]
     UnknownGroup(u32),
@@ -105,6 +134,10 @@ struct GroupState {
     installed: Vec<u16>,
     /// The latest probability of the minimal port.
     p_percent: f64,
+    /// Equal-cost groups: the candidates' ports and their latest P, bucket order (empty
+    /// otherwise, or until [`WeightPlanner::set_equal_cost_ports`]: candidates then count at 100).
+    candidate_ports: Vec<PortNo>,
+    candidate_p: Vec<f64>,
     last_write_ns: Option<u64>,
     /// The planner's write sequence number of this group's last write (0: never written).
     written_seq: u64,
@@ -166,7 +199,8 @@ impl WeightPlanner {
                 })
             }
             Some(w) => w,
-            None => weights(P_MAX_PERCENT, dp.n_nonminimal),
+            None if dp.equal_cost => equal_cost_weights(&vec![P_MAX_PERCENT; dp.n_nonminimal + 1]),
+            None => weights_iter(P_MAX_PERCENT, dp.n_nonminimal).collect(),
         };
         let interval_ns = self
             .cfg
@@ -183,6 +217,8 @@ impl WeightPlanner {
             interval_ns,
             installed,
             p_percent: P_MAX_PERCENT,
+            candidate_ports: Vec::new(),
+            candidate_p: Vec::new(),
             last_write_ns,
             written_seq,
             pending: false,
@@ -191,6 +227,35 @@ impl WeightPlanner {
             Some(slot) => *slot = state,
             None => self.groups.push(state),
         }
+        Ok(())
+    }
+
+    /// Names the candidate ports (bucket order) of equal-cost group `group_id`, whose weights
+    /// follow each port's P from now on (at 100 until [`on_probability`](Self::on_probability)
+    /// reports it).
+    pub fn set_equal_cost_ports(
+        &mut self,
+        group_id: u32,
+        candidates: &[PortNo],
+    ) -> Result<(), WeightsError> {
+        let g = self
+            .groups
+            .iter_mut()
+            .find(|g| g.dp.group_id == group_id)
+            .ok_or(WeightsError::UnknownGroup(group_id))?;
+        if !g.dp.equal_cost || candidates.len() != g.dp.n_nonminimal {
+            return Err(WeightsError::CandidatePorts {
+                group_id,
+                expected: if g.dp.equal_cost {
+                    g.dp.n_nonminimal
+                } else {
+                    0
+                },
+                got: candidates.len(),
+            });
+        }
+        g.candidate_ports = candidates.to_vec();
+        g.candidate_p = vec![P_MAX_PERCENT; candidates.len()];
         Ok(())
     }
 
@@ -215,9 +280,20 @@ impl WeightPlanner {
         out: &mut Vec<GroupWrite>,
     ) {
         let min_change = self.cfg.min_change_quanta;
-        for g in self.groups.iter_mut().filter(|g| g.dp.minimal_port == port) {
-            g.p_percent = p_percent;
-            evaluate(g, min_change, now_ns, &mut self.seq, out);
+        for g in &mut self.groups {
+            let mut hit = g.dp.minimal_port == port;
+            if hit {
+                g.p_percent = p_percent;
+            }
+            for (c, p) in g.candidate_ports.iter().zip(g.candidate_p.iter_mut()) {
+                if *c == port {
+                    *p = p_percent;
+                    hit = true;
+                }
+            }
+            if hit {
+                evaluate(g, min_change, now_ns, &mut self.seq, out);
+            }
         }
     }
 
@@ -283,9 +359,28 @@ fn evaluate(
     seq: &mut u64,
     out: &mut Vec<GroupWrite>,
 ) {
+    if g.dp.equal_cost {
+        let mut ps = Vec::with_capacity(g.dp.n_nonminimal + 1);
+        ps.push(g.p_percent);
+        ps.extend(g.candidate_p.iter().copied());
+        ps.resize(g.dp.n_nonminimal + 1, P_MAX_PERCENT);
+        let desired = equal_cost_weights(&ps);
+        return write_if_due(g, desired.iter().copied(), min_change, now_ns, seq, out);
+    }
     // Called on every change of P (the simulator: every few packets), so the common case, no
     // quantum moved, allocates nothing.
     let desired = weights_iter(g.p_percent, g.dp.n_nonminimal);
+    write_if_due(g, desired, min_change, now_ns, seq, out);
+}
+
+fn write_if_due(
+    g: &mut GroupState,
+    desired: impl Iterator<Item = u16> + Clone,
+    min_change: u16,
+    now_ns: u64,
+    seq: &mut u64,
+    out: &mut Vec<GroupWrite>,
+) {
     if max_move(desired.clone(), &g.installed) < min_change {
         // Back within a quantum of what the switch has: nothing to write, nothing pending.
         g.pending = false;
@@ -315,6 +410,7 @@ fn evaluate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fabricflow_proto::select_weights::weights;
 
     const MS: u64 = 1_000_000;
 
@@ -330,6 +426,7 @@ mod tests {
                 group_id: 1005,
                 minimal_port: 5,
                 n_nonminimal: 3,
+                equal_cost: false,
             },
             None,
         )
@@ -380,6 +477,7 @@ mod tests {
                 group_id: 1,
                 minimal_port: 1,
                 n_nonminimal: 1,
+                equal_cost: false,
             },
             None,
         )
@@ -455,7 +553,7 @@ mod tests {
             ..WeightsConfig::default()
         };
         let mut p = WeightPlanner::new(cfg).unwrap();
-        let dp = DecisionPoint::from_bucket_count(7, 3, 4).unwrap();
+        let dp = DecisionPoint::from_bucket_count(7, 3, 4, false).unwrap();
         assert_eq!(dp.n_nonminimal, 2);
         assert!(matches!(
             p.add_group(dp, Some(vec![255, 1])),
@@ -476,10 +574,43 @@ mod tests {
         assert!(out.is_empty());
         p.tick(MS, &mut out);
         assert_eq!(out.len(), 1, "the override's 1 ms applies");
-        assert!(DecisionPoint::from_bucket_count(7, 3, 1).is_err());
+        assert!(DecisionPoint::from_bucket_count(7, 3, 1, false).is_err());
         p.remove_group(7).unwrap();
         assert!(p.remove_group(7).is_err());
         assert_eq!(p.groups().count(), 0);
+    }
+
+    #[test]
+    fn equal_cost_groups_weigh_every_bucket_by_its_own_ports_p() {
+        let mut p = WeightPlanner::new(WeightsConfig::default()).unwrap();
+        let dp = DecisionPoint::from_bucket_count(1000 + 32_768 + 5, 5, 5, true).unwrap();
+        p.add_group(dp, None).unwrap();
+        assert_eq!(p.installed(dp.group_id), Some(&[64, 64, 64, 63, 1][..]));
+        assert!(
+            p.set_equal_cost_ports(dp.group_id, &[6, 7]).is_err(),
+            "three candidates"
+        );
+        p.set_equal_cost_ports(dp.group_id, &[6, 7, 8]).unwrap();
+        let mut out = Vec::new();
+        p.on_probability(5, 100.0, 0, &mut out);
+        assert!(
+            out.is_empty(),
+            "all P = 100 is the even split already installed"
+        );
+        // A cut of a candidate's P moves traffic off it in this group too.
+        p.on_probability(7, 20.0, 0, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].weights, vec![80, 80, 16, 79, 1]);
+        assert!((dp.p_from_weights(&out[0].weights).unwrap() - 100.0).abs() < 1e-9);
+        let w = [16, 80, 80, 79, 1];
+        assert!((dp.p_from_weights(&w).unwrap() - 20.0).abs() < 1e-9);
+        // Not equal-cost: no candidate ports to name.
+        let plain = DecisionPoint::from_bucket_count(1009, 9, 3, false).unwrap();
+        p.add_group(plain, None).unwrap();
+        assert!(matches!(
+            p.set_equal_cost_ports(1009, &[1]),
+            Err(WeightsError::CandidatePorts { expected: 0, .. })
+        ));
     }
 
     #[test]
@@ -490,6 +621,7 @@ mod tests {
                 group_id: 1,
                 minimal_port: 1,
                 n_nonminimal: 0,
+                equal_cost: false,
             },
             None,
         )
@@ -507,6 +639,7 @@ mod tests {
                 group_id: 2005,
                 minimal_port: 5,
                 n_nonminimal: 1,
+                equal_cost: false,
             },
             None,
         )

@@ -806,3 +806,43 @@ fn uturn_filter_leaves_unfailed_plans_alone() {
         }
     }
 }
+
+/// Fat-tree up ports are all minimal: their decision points sit in the equal-cost half of the
+/// group range and start as an even split; a Dragonfly's never do.
+#[test]
+fn equal_cost_decision_points_start_even_and_only_where_every_candidate_is_minimal() {
+    use fabricflow_controller::plan::{DEFAULT_GROUP_BASE, EQUAL_COST_GROUP_OFFSET};
+    let ec = |id: u32| id >= DEFAULT_GROUP_BASE + EQUAL_COST_GROUP_OFFSET;
+    let none = BTreeSet::new();
+    for spec in [
+        "fattree:k=4,n=2",
+        "fattree:k=4,n=3",
+        "leafspine:l=4,s=2,p=3",
+    ] {
+        let f = fabric(spec);
+        let plan = plan(&f, 100.0, &none, false);
+        let groups: Vec<_> = plan.switches.iter().flat_map(|s| &s.groups).collect();
+        assert!(!groups.is_empty(), "{spec}");
+        for g in groups {
+            assert!(ec(g.id), "{spec}: group {} is not equal-cost", g.id);
+            let w: Vec<u16> = g.buckets.iter().map(|b| b.weight).collect();
+            let body = &w[..w.len() - 1];
+            let (lo, hi) = (body.iter().min().unwrap(), body.iter().max().unwrap());
+            assert!(
+                hi - lo <= 1,
+                "{spec}: group {} weights {w:?} are not even",
+                g.id
+            );
+        }
+    }
+    let f = fabric("dragonfly:p=2,a=4,h=2");
+    let plan = plan(&f, 100.0, &none, false);
+    for g in plan.switches.iter().flat_map(|s| &s.groups) {
+        assert!(
+            !ec(g.id),
+            "Dragonfly group {} in the equal-cost range",
+            g.id
+        );
+        assert_eq!(g.buckets[0].weight, 255);
+    }
+}

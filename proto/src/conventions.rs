@@ -13,6 +13,13 @@ pub const DECISION_GROUP_BASE: u32 = 1000;
 /// Number of group ids reserved for decision points (OpenFlow 1.3 groups carry no cookie: the
 /// range is what marks a group as the controller's decision point).
 pub const DECISION_GROUP_SPAN: u32 = 65_536;
+/// Offset within the decision-point range of the groups whose candidates are all minimal too
+/// (fat-tree up ports, file-fabric ECMP): group id = base + offset + minimal port. There every
+/// bucket's weight follows its own port's P ([`crate::select_weights::equal_cost_weights`]), so
+/// all P at 100 is an even split; the id is the
+/// only place a switch can carry that (OpenFlow 1.3 groups have no cookie). Ports of a switch
+/// with decision points must therefore be below this offset.
+pub const EQUAL_COST_GROUP_OFFSET: u32 = DECISION_GROUP_SPAN / 2;
 /// First multipath (DRB) group id: group id = base + destination host index; just above the
 /// decision-point range, so an agent running QCN-SW never takes a path group for a decision point.
 pub const PATH_GROUP_BASE: u32 = DECISION_GROUP_BASE + DECISION_GROUP_SPAN;

@@ -51,6 +51,56 @@ pub fn minimal_weight(p_minimal_percent: f64, n_nonminimal: usize) -> u16 {
     w.clamp(0.0, f64::from(WEIGHT_QUANTA)) as u16
 }
 
+/// Bucket weights for a group whose ports are all minimal (equal-cost: a fat-tree's up ports),
+/// one probability per port in bucket order: each port's share is its P over the sum of them,
+/// so every P at 100 is an even split and a cut of P(c) moves traffic off c in every group c is
+/// in. Largest remainders make the shares sum to exactly 255; the padding bucket follows. All P
+/// at 0 (or not finite) is treated as all equal.
+pub fn equal_cost_weights(p_percent: &[f64]) -> Vec<u16> {
+    let clean = |p: f64| {
+        if p.is_finite() {
+            p.clamp(0.0, 100.0)
+        } else {
+            0.0
+        }
+    };
+    let total: f64 = p_percent.iter().map(|&p| clean(p)).sum();
+    let shares: Vec<f64> = if total > 0.0 {
+        p_percent.iter().map(|&p| clean(p) / total).collect()
+    } else {
+        #[allow(clippy::cast_precision_loss)] // a group has far fewer than 2^52 buckets
+        let n = p_percent.len().max(1) as f64;
+        p_percent.iter().map(|_| 1.0 / n).collect()
+    };
+    let quanta = f64::from(WEIGHT_QUANTA);
+    // Floors first (each below 255, so the casts are exact), then one quantum each to the
+    // largest remainders, ties to the earlier bucket: deterministic.
+    let mut w: Vec<u16> = shares.iter().map(|s| (s * quanta).floor() as u16).collect();
+    let given: u16 = w.iter().sum();
+    let mut order: Vec<usize> = (0..w.len()).collect();
+    order.sort_by(|&a, &b| {
+        let rem = |i: usize| {
+            shares
+                .get(i)
+                .map_or(0.0, |s| s * quanta - (s * quanta).floor())
+        };
+        rem(b).total_cmp(&rem(a)).then(a.cmp(&b))
+    });
+    for &i in order
+        .iter()
+        .take(usize::from(WEIGHT_QUANTA.saturating_sub(given)))
+    {
+        if let Some(x) = w.get_mut(i) {
+            *x += 1;
+        }
+    }
+    if w.is_empty() {
+        w.push(WEIGHT_QUANTA);
+    }
+    w.push(PADDING_WEIGHT);
+    w
+}
+
 /// Probability of minimal routing (percent) that a set of weights encodes: the inverse of
 /// [`weights`] up to one quantum (the padding bucket is excluded).
 pub fn p_minimal_from_weights(w: &[u16]) -> Option<f64> {
@@ -79,7 +129,32 @@ mod tests {
         assert_eq!(weights(-3.0, 1), vec![0, 255, 1]);
     }
 
+    #[test]
+    fn equal_cost_weights_are_proportional_to_p() {
+        assert_eq!(equal_cost_weights(&[100.0; 4]), vec![64, 64, 64, 63, 1]);
+        assert_eq!(
+            equal_cost_weights(&[20.0, 100.0, 100.0, 100.0]),
+            vec![16, 80, 80, 79, 1]
+        );
+        assert_eq!(equal_cost_weights(&[0.0, 0.0]), vec![128, 127, 1]);
+        assert_eq!(equal_cost_weights(&[f64::NAN, 50.0]), vec![0, 255, 1]);
+        assert_eq!(equal_cost_weights(&[]), vec![255, 1]);
+    }
+
     proptest! {
+        #[test]
+        fn equal_cost_weights_sum_to_256(ps in proptest::collection::vec(0.0f64..=100.0, 1..40)) {
+            let w = equal_cost_weights(&ps);
+            prop_assert_eq!(w.len(), ps.len() + 1);
+            prop_assert_eq!(w.iter().map(|&x| u32::from(x)).sum::<u32>(), 256);
+            let total: f64 = ps.iter().sum();
+            if total > 0.0 {
+                for (p, &x) in ps.iter().zip(&w) {
+                    prop_assert!((f64::from(x) - p / total * 255.0).abs() < 1.0);
+                }
+            }
+        }
+
         #[test]
         fn sums_to_256_and_inverts(p in 0.0f64..=100.0, n in 0usize..64) {
             let w = weights(p, n);

@@ -655,7 +655,7 @@ mod props {
             let wcfg = WeightsConfig { min_update_interval_line_bytes: interval_us * US_AT_10G, ..WeightsConfig::default() };
             let mut planner = WeightPlanner::new(wcfg).unwrap();
             for (k, &port) in PORTS.iter().enumerate() {
-                let dp = DecisionPoint { group_id: 1000 + port, minimal_port: port, n_nonminimal: (candidates + k) % 8 };
+                let dp = DecisionPoint { group_id: 1000 + port, minimal_port: port, n_nonminimal: (candidates + k) % 8, equal_cost: false };
                 planner.add_group(dp, None).unwrap();
             }
             let mut now = 0u64;

@@ -588,3 +588,77 @@ fn relaying_never_loops_a_cnm_forever() {
     let relayed: u64 = cores.iter().map(|c| c.counters().cnm_relayed).sum();
     assert_eq!(relayed, u64::from(MAX_CNM_RELAYS));
 }
+
+/// A fat-tree leaf: host on port 1, up ports 3 and 4 both minimal towards pod 7; the decision
+/// point of port 3 is equal-cost (upper half of the group range) and so is port 4's (pod 8).
+fn leaf(weights3: [u16; 3], weights4: [u16; 3]) -> LearnedPlan {
+    let base = PlanConventions::default().group_id_base + 32_768;
+    let group = |m: u32, c: u32, w: [u16; 3]| GroupDesc {
+        group_type: GroupType::Select,
+        group_id: base + m,
+        buckets: vec![
+            Bucket::new(w[0], out(m)),
+            Bucket::new(w[1], out(c)),
+            Bucket::new(w[2], out(m)),
+        ],
+    };
+    let groups = [group(3, 4, weights3), group(4, 3, weights4)];
+    let flows = [
+        flow(
+            1,
+            "02:00:00:07:00:00",
+            Some("ff:ff:ff:ff:00:00"),
+            vec![Action::Group(base + 3)],
+        ),
+        flow(
+            1,
+            "02:00:00:08:00:00",
+            Some("ff:ff:ff:ff:00:00"),
+            vec![Action::Group(base + 4)],
+        ),
+        flow(1, "02:00:00:01:00:01", None, out(1)),
+    ];
+    LearnedPlan::learn(&PlanConventions::default(), &groups, &flows)
+}
+
+#[test]
+fn equal_cost_groups_charge_the_arrival_port_and_move_traffic_off_it_in_every_group() {
+    let mut c = core(crate::policy::Variant::Base, 0);
+    let base = PlanConventions::default().group_id_base + 32_768;
+    assert_eq!(
+        c.learn(leaf([128, 127, 1], [128, 127, 1]), 0, 0),
+        Learned::Changed
+    );
+    assert_eq!(
+        c.policy().p_percent(3),
+        Some(100.0),
+        "an even split is P = 100"
+    );
+    assert!(writes(&mut c).is_empty());
+    // A culprit to pod 7 hashed onto up port 4: its CNM comes back on 4 and cuts P(4), which
+    // moves traffic off 4 in both groups, not off port 3 (D-mod-k's choice, not congested).
+    c.on_cnm(4, to7(), 64, MS);
+    assert_eq!(c.policy().p_percent(3), Some(100.0));
+    let p4 = c.policy().p_percent(4).unwrap();
+    assert!(p4 < 60.0, "{p4}");
+    let mut w = writes(&mut c);
+    w.sort_by_key(|x| x.group_id);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert_eq!(w[0].group_id, base + 3);
+    assert!(w[0].weights[0] > w[0].weights[1], "{w:?}");
+    assert_eq!(w[1].group_id, base + 4);
+    assert!(w[1].weights[0] < w[1].weights[1], "{w:?}");
+    // A restart continues from the installed splits.
+    let mut d = core(crate::policy::Variant::Base, 0);
+    d.learn(
+        leaf(
+            w[0].weights.clone().try_into().unwrap(),
+            w[1].weights.clone().try_into().unwrap(),
+        ),
+        0,
+        0,
+    );
+    let q4 = d.policy().p_percent(4).unwrap();
+    assert!((q4 - p4).abs() < 1.0, "{q4} vs {p4}");
+    assert_eq!(d.policy().p_percent(3), Some(100.0));
+}

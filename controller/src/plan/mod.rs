@@ -36,7 +36,9 @@
 //! candidates of m are (1) ports that are minimal too for every destination using m (fat-tree up
 //! ports, file-fabric ECMP), then (2) in a Dragonfly the switch's other live global ports, and (3)
 //! if (1) and (2) are empty (h = 1, the switch owns the link to the destination group) the live
-//! local ports towards switches that have a live global port.
+//! local ports towards switches that have a live global port. A decision point whose candidates
+//! are all of kind (1) is *equal-cost*: id `group_base + EQUAL_COST_GROUP_OFFSET + m`, initial
+//! weights an even split, and the agent weighs each bucket by its own port's P.
 //!
 //! **Diversion by arrival port:** a neighbour y receiving such a diverted packet from x would
 //! route it straight back to x. Wherever y's minimal port for a destination is the port it came
@@ -106,7 +108,9 @@ pub use fabricflow_proto::conventions::{
     AGENT_CONTROLLER_ID as DEFAULT_AGENT_CONTROLLER_ID, DECISION_GROUP_BASE as DEFAULT_GROUP_BASE,
     PLAN_COOKIE as DEFAULT_COOKIE,
 };
-pub use fabricflow_proto::conventions::{PATH_GROUP_BASE, PATH_GROUP_SPAN};
+pub use fabricflow_proto::conventions::{
+    EQUAL_COST_GROUP_OFFSET, PATH_GROUP_BASE, PATH_GROUP_SPAN,
+};
 
 /// Lossless (PFC) option: PCP by hop phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -158,7 +162,10 @@ impl Default for PlanOptions {
 pub enum PlanError {
     #[error("ARP responder: {0} (disable the responder or use fewer groups)")]
     Address(#[from] AddressError),
-    #[error("switch {switch:?}: group id {base} + port {port} overflows 32 bits")]
+    #[error(
+        "switch {switch:?}: decision point of port {port} has no group id (base {base}; ports \
+         of a switch with decision points must be below {EQUAL_COST_GROUP_OFFSET})"
+    )]
     GroupIdOverflow {
         switch: String,
         base: u32,
@@ -258,6 +265,18 @@ struct CandidatePorts {
     candidates: Vec<PortNo>,
 }
 
+impl CandidatePorts {
+    /// Every candidate is minimal too for every destination using the port (fat-tree up ports):
+    /// diverting costs no hop, so the group starts as an even split (DESIGN §4).
+    fn equal_cost(&self) -> bool {
+        !self.candidates.is_empty()
+            && self
+                .ecmp
+                .as_ref()
+                .is_some_and(|e| self.candidates.iter().all(|c| e.contains(c)))
+    }
+}
+
 struct Planner<'a> {
     fabric: &'a Fabric,
     routes: &'a Routes,
@@ -322,10 +341,17 @@ impl<'a> Planner<'a> {
         ports.get(key % ports.len()).copied()
     }
 
-    fn group_id(&self, x: SwitchId, port: PortNo) -> Result<u32, PlanError> {
-        self.opts
-            .group_base
-            .checked_add(port)
+    /// Decision point of minimal port `port`: base + port, or in the range's upper half when
+    /// every candidate is minimal too (the agent then weighs every bucket by its own port's P).
+    fn group_id(&self, x: SwitchId, port: PortNo, equal_cost: bool) -> Result<u32, PlanError> {
+        let offset = if equal_cost {
+            EQUAL_COST_GROUP_OFFSET
+        } else {
+            0
+        };
+        (port < EQUAL_COST_GROUP_OFFSET)
+            .then(|| self.opts.group_base.checked_add(port)?.checked_add(offset))
+            .flatten()
             .ok_or_else(|| PlanError::GroupIdOverflow {
                 switch: self
                     .fabric
@@ -810,9 +836,14 @@ impl<'a> Planner<'a> {
         let mut group_of_port: BTreeMap<PortNo, u32> = BTreeMap::new();
         let mut groups = Vec::with_capacity(dps.len());
         for (&m, dp) in dps {
-            let id = self.group_id(x, m)?;
+            let n = dp.candidates.len();
+            let id = self.group_id(x, m, dp.equal_cost())?;
             group_of_port.insert(m, id);
-            let weights = select_weights::weights(self.opts.p_minimal_percent, dp.candidates.len());
+            let weights = if dp.equal_cost() {
+                select_weights::equal_cost_weights(&vec![self.opts.p_minimal_percent; n + 1])
+            } else {
+                select_weights::weights(self.opts.p_minimal_percent, n)
+            };
             let ports = std::iter::once(m)
                 .chain(dp.candidates.iter().copied())
                 .chain(std::iter::once(m));
