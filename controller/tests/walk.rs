@@ -585,7 +585,11 @@ fn assert_every_bucket_delivers(f: &Fabric, plan: &Plan, failed: &BTreeSet<Link>
         let b0 = w.walk_pair(s, d, SelectMode::Bucket(0)).unwrap();
         let m = b0[0].hops[0].out_port;
         let id = fabricflow_controller::plan::DEFAULT_GROUP_BASE + m;
-        let group = plan.switches[ss].groups.iter().find(|g| g.id == id);
+        let ec = id + fabricflow_controller::plan::EQUAL_COST_GROUP_OFFSET;
+        let group = plan.switches[ss]
+            .groups
+            .iter()
+            .find(|g| g.id == id || g.id == ec);
         let group = group.unwrap_or_else(|| panic!("{ctx}: no group {id}"));
         let expected: BTreeSet<u32> = group
             .buckets
@@ -820,6 +824,13 @@ fn equal_cost_decision_points_start_even_and_only_where_every_candidate_is_minim
         "leafspine:l=4,s=2,p=3",
     ] {
         let f = fabric(spec);
+        let valiant = plan(&f, 0.0, &none, false);
+        for g in valiant.switches.iter().flat_map(|s| &s.groups) {
+            assert_eq!(
+                g.buckets[0].weight, 0,
+                "{spec}: P = 0 leaves the minimal port"
+            );
+        }
         let plan = plan(&f, 100.0, &none, false);
         let groups: Vec<_> = plan.switches.iter().flat_map(|s| &s.groups).collect();
         assert!(!groups.is_empty(), "{spec}");

@@ -840,7 +840,13 @@ impl<'a> Planner<'a> {
             let id = self.group_id(x, m, dp.equal_cost())?;
             group_of_port.insert(m, id);
             let weights = if dp.equal_cost() {
-                select_weights::equal_cost_weights(&vec![self.opts.p_minimal_percent; n + 1])
+                // The minimal port at the plan's P, its equals at 100 (the agent's view of a
+                // group nobody has cut): P = 100 is ECMP, P = 0 spreads over the others.
+                let mut ps = vec![100.0; n + 1];
+                if let Some(p0) = ps.first_mut() {
+                    *p0 = self.opts.p_minimal_percent;
+                }
+                select_weights::equal_cost_weights(&ps)
             } else {
                 select_weights::weights(self.opts.p_minimal_percent, n)
             };
