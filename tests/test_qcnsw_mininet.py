@@ -164,9 +164,9 @@ class QcnswTests(FabricTestCase):
         """Fat-tree k=2 n=3, up links 10 Mb/s, down links 2.5: one host of pod 0 sends to a
         host of pod 1, so the queue of the top switch's down port is the bottleneck. The top
         switch's CP generates CNMs; the first switch back (a middle switch of pod 0) has no
-        decision point and relays them; the culprit's leaf charges them: its minimal port's P
-        falls and its decision point gets new weights. No switch above the leaves charges a
-        CNM."""
+        decision point and relays them; the culprit's leaf charges them to the up port the
+        culprit left by (its decision point is equal-cost): that port's P falls and the group
+        gets new weights. No switch above the leaves charges a CNM."""
         rates = LinkRates(host=10, local=10, glob=2.5, up=10, down=2.5, queue_pkts=50)
         duration = 12
         with FabricNet("fattree:k=2,n=3", rates, mode="controller", p_minimal=100,
@@ -187,9 +187,13 @@ class QcnswTests(FabricTestCase):
                 m = fn.agent_metrics()
                 return {br: metric_sum(m, name, switch=br) for br in level}
 
+            up_ports = {port for port, _ in buckets}
+
             def leaf_p():
-                return next(p["p_percent"] for p in fn.agent_state()[leaf]["session"]["ports"]
-                            if p["port"] == minimal)
+                # The group is equal-cost (both up ports are minimal): each bucket follows its
+                # own port's P, and a CNM is charged to the up port the culprit left by.
+                return min(p["p_percent"] for p in fn.agent_state()[leaf]["session"]["ports"]
+                           if p["port"] in up_ports)
             box = {}
             th = threading.Thread(target=lambda: box.update(files=traffic.run_iperf(
                 fn, [(src["name"], dst["name"])], duration, fn.tmp / "iperf", streams=4)),
@@ -210,10 +214,12 @@ class QcnswTests(FabricTestCase):
             # 3. The culprit's leaf charges them: P falls, the weights move.
             wait_until(lambda: by_switch("fabricflow_agent_cnm_received_total")[leaf] > 0,
                        deadline, f"CNMs charged at {leaf}", 0.5)
-            wait_until(lambda: leaf_p() < 100 and dump_groups(leaf)[gid][0][1] < buckets[0][1],
-                       deadline, f"P of {leaf}:{minimal} falling and its bucket 0 weight lowered",
+            wait_until(lambda: leaf_p() < 100
+                       and [w for _, w in dump_groups(leaf)[gid]] != [w for _, w in buckets],
+                       deadline, f"P of an up port of {leaf} falling and its group rewritten",
                        0.5)
-            t(f"{leaf}:{minimal} P {leaf_p():.1f}, weights {dump_groups(leaf)[gid]}", self.t0)
+            t(f"{leaf}: lowest up-port P {leaf_p():.1f}, weights {dump_groups(leaf)[gid]}",
+              self.t0)
             self.assertEqual([p for p, _ in dump_groups(leaf)[gid]], [p for p, _ in buckets],
                              "a weight write changed the buckets")
             charged = by_switch("fabricflow_agent_cnm_received_total")
