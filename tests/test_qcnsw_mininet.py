@@ -180,7 +180,6 @@ class QcnswTests(FabricTestCase):
             dst = next(h for h in fab.hosts if h["group"] == 1)
             leaf = fab.sw_short[src["switch"]]
             (gid, buckets), = dump_groups(leaf).items()
-            minimal = buckets[0][0]
             t(f"{src['name']} -> {dst['name']}, leaf {leaf} group {gid} {buckets}", self.t0)
 
             def by_switch(name):
