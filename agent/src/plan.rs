@@ -96,7 +96,8 @@ fn learn_path_group(g: &GroupDesc) -> Option<LearnedPathGroup> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PlanConventions {
-    /// First decision-point group id. Default 1000 (group = 1000 + minimal port).
+    /// First decision-point group id. Default 1000 (group = 1000 + minimal port, + half the span
+    /// for an equal-cost group).
     pub group_id_base: u32,
     /// Number of group ids reserved for decision points. Default 65 536.
     pub group_id_span: u32,

@@ -395,7 +395,7 @@ struct PlanArgs {
     /// Cookie of every rule and group.
     #[arg(long, value_parser = parse_u64, default_value = "0x0fabf10a00000001")]
     cookie: u64,
-    /// Group id base (group id = base + minimal port).
+    /// Group id base (group id = base + minimal port, + 32768 for an equal-cost group).
     #[arg(long, default_value_t = fabricflow_controller::plan::DEFAULT_GROUP_BASE)]
     group_base: u32,
     /// Controller id of the agent's connection (CNM packet-ins).

@@ -8,7 +8,8 @@ pub const PLAN_COOKIE: u64 = 0x0fab_f10a_0000_0001;
 /// Controller id of the agent's OpenFlow connection (`NXT_SET_CONTROLLER_ID`); the plan's CNM
 /// rule sends to `controller(id=…)` with it.
 pub const AGENT_CONTROLLER_ID: u16 = 0x0fab;
-/// First decision-point group id: group id = base + minimal port.
+/// First decision-point group id: group id = base + minimal port (+ [`EQUAL_COST_GROUP_OFFSET`]
+/// when every candidate is minimal too).
 pub const DECISION_GROUP_BASE: u32 = 1000;
 /// Number of group ids reserved for decision points (OpenFlow 1.3 groups carry no cookie: the
 /// range is what marks a group as the controller's decision point).

@@ -30,7 +30,8 @@
 //! host misses and is dropped instead of bouncing. Table 1 sends other-group destinations to the
 //! SELECT group of their minimal port; everything else goes to the minimal port.
 //!
-//! **Decision points:** one SELECT group per minimal port m, id = `group_base + m`; bucket 0 is m,
+//! **Decision points:** one SELECT group per minimal port m, id = `group_base + m` (equal-cost:
+//! below); bucket 0 is m,
 //! then the candidates, then the weight-1 padding bucket to m (weights from
 //! [`fabricflow_proto::select_weights::weights`]); each bucket watches its output port. The
 //! candidates of m are (1) ports that are minimal too for every destination using m (fat-tree up
