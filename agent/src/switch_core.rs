@@ -558,13 +558,13 @@ impl SwitchCore {
         let Some(m) = self.minimal_port_towards(culprit_dst) else {
             return arrival;
         };
-        let equal_cost_bucket = self.plan.as_ref().is_some_and(|plan| {
-            plan.groups.values().any(|g| {
-                g.dp.minimal_port == m
-                    && g.dp.equal_cost
-                    && (arrival == m || g.candidate_ports().contains(&arrival))
-            })
-        });
+        let equal_cost_bucket = self
+            .plan
+            .as_ref()
+            .and_then(|plan| plan.group_of_port(m))
+            .is_some_and(|g| {
+                g.dp.equal_cost && (arrival == m || g.candidate_ports().contains(&arrival))
+            });
         if equal_cost_bucket {
             arrival
         } else {
