@@ -110,6 +110,12 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with the emulated CP sampling but unable to fire (Qeq 5 GB)",
          program="controller", agent_variant="combined",
          agent={"link.buffer_bytes": 10_000_000_000}),
+    # The same with the tap on the port's own interface (transmitted frames, cloned by the
+    # kernel for the tap) instead of the veth link's far end (the shipped `auto`).
+    Mode("qcnsw-combined-cpidle-egress",
+         "qcnsw-combined-cpidle with the CP tapping each port's own transmissions",
+         program="controller", agent_variant="combined",
+         agent={"link.buffer_bytes": 10_000_000_000, "runtime.emulated_cp.tap": "egress"}),
 )}
 
 

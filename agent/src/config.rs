@@ -176,6 +176,24 @@ pub struct EmulatedCpConfig {
     /// table 0 must forward CNMs from this in_port towards their destination (transit), not to
     /// the local agent.
     pub inject_in_port: Option<u32>,
+    /// Where a port's frames are tapped. Default `auto`: on the far end of the link, as frames
+    /// it *receives*, when the port is a veth whose peer is an interface of this namespace (an
+    /// emulated fabric's switch-to-switch link), else on the port itself. A tap on a device's
+    /// transmit side makes the kernel clone every frame the device sends before any filter
+    /// runs; on the receive side the filter reads the frame in place and only the frames it
+    /// passes are copied. `egress`: always the port itself (transmitted frames).
+    pub tap: CpTap,
+}
+
+/// Where the emulated CP taps a port's frames (`runtime.emulated_cp.tap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CpTap {
+    /// The far end of a veth link when it is local, else the port itself.
+    #[default]
+    Auto,
+    /// The port's own interface, transmitted frames.
+    Egress,
 }
 
 impl Default for EmulatedCpConfig {
@@ -185,6 +203,7 @@ impl Default for EmulatedCpConfig {
             queue_poll_period_us: 100_000,
             batch_period_us: 2_000,
             inject_in_port: None,
+            tap: CpTap::Auto,
         }
     }
 }

@@ -318,6 +318,12 @@ impl SwitchCore {
                 .collect();
             self.policy
                 .set_candidates(candidates.iter().map(|(p, c)| (*p, c.as_slice())));
+            self.policy.mark_equal_cost(
+                plan.groups
+                    .values()
+                    .filter(|g| g.dp.equal_cost)
+                    .map(|g| g.dp.minimal_port),
+            );
             let gone: Vec<u32> = self
                 .weights
                 .groups()

@@ -17,7 +17,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fabricflow_agent::config::{AgentConfig, SwitchConfig};
+use fabricflow_agent::config::{AgentConfig, CpTap, SwitchConfig};
 use fabricflow_agent::runtime::{switch::run_switch, Registry, SwitchView};
 use fabricflow_agent::session::DropReason;
 use fabricflow_proto::cnm::{Cnm, Cpid};
@@ -359,6 +359,13 @@ fn emulated_cp_reads_the_backlog_and_generates_cnms_under_load() {
     if skip() {
         return;
     }
+    // The default taps the veth's far end (the peer stays in this namespace); `egress` the
+    // port itself: both must see the port's frames.
+    emulated_cp_generates_cnms_with(CpTap::Auto, true);
+    emulated_cp_generates_cnms_with(CpTap::Egress, false);
+}
+
+fn emulated_cp_generates_cnms_with(tap: CpTap, far_end: bool) {
     let br = PlanBridge::create("cp", true);
     let (v, _) = br.veth().unwrap();
     // A bounded queue behind a 1 Mb/s token bucket on the switch-side interface.
@@ -378,6 +385,7 @@ fn emulated_cp_reads_the_backlog_and_generates_cnms_under_load() {
     let mut cfg = test_config();
     cfg.runtime.emulated_cp.enabled = true;
     cfg.runtime.emulated_cp.queue_poll_period_us = 1_000;
+    cfg.runtime.emulated_cp.tap = tap;
     // Qeq 5 000 octets of the port's 100-frame buffer.
     cfg.link.buffer_bytes = Some(151_400);
     cfg.cp.qeq_buffer_fraction = 5_000.0 / 151_400.0;
@@ -387,7 +395,7 @@ fn emulated_cp_reads_the_backlog_and_generates_cnms_under_load() {
         agent
             .view()
             .emulated_cp
-            .filter(|c| c.ports.iter().any(|p| p.port == 3))
+            .filter(|c| c.ports.iter().any(|p| p.port == 3 && p.far_end == far_end))
             .map(|_| ())
     });
     let mut conn = open(&br.mgmt());

@@ -77,6 +77,8 @@ struct PortState {
     own_fb_at_ns: u64,
     /// Indices of the port's non-minimal candidates (`fbcomp_reference = candidates`).
     candidates: Vec<usize>,
+    /// The candidates are minimal too (an equal-cost decision point): no detour stretch.
+    equal_cost: bool,
     /// Start of the current idle-timer period; `None` until the port's first event or tick.
     timer_base_ns: Option<u64>,
     /// The port's Fb age limit, ns (`fb_max_age_line_bytes` at its line rate); `None` = off.
@@ -96,6 +98,7 @@ impl PortState {
             own_fb: 0,
             own_fb_at_ns: 0,
             candidates: Vec::new(),
+            equal_cost: false,
             timer_base_ns: None,
             fb_max_age_ns: None,
             timer_period_ns: None,
@@ -231,6 +234,7 @@ impl Policy {
     ) {
         for st in &mut self.state {
             st.candidates.clear();
+            st.equal_cost = false;
         }
         for (port, cands) in candidates {
             let Some(i) = self.index(port) else { continue };
@@ -243,6 +247,17 @@ impl Policy {
             idx.dedup();
             if let Some(st) = self.state.get_mut(i) {
                 st.candidates = idx;
+            }
+        }
+    }
+
+    /// Marks `ports` as minimal ports of equal-cost decision points (a fat-tree's up ports):
+    /// their candidates are minimal too, so `fbcomp_nonminimal_factor` does not apply to them.
+    /// [`set_candidates`](Self::set_candidates) clears the marks.
+    pub fn mark_equal_cost(&mut self, ports: impl IntoIterator<Item = PortNo>) {
+        for port in ports {
+            if let Some(st) = self.index(port).and_then(|i| self.state.get_mut(i)) {
+                st.equal_cost = true;
             }
         }
     }
@@ -433,6 +448,11 @@ impl Policy {
             let a = self.fb_avg_at(now_ns);
             return (a, a);
         };
+        let stretch = match self.state.get(i) {
+            Some(st) if !st.equal_cost => self.cfg.fbcomp_nonminimal_factor,
+            _ => 1.0,
+        };
+        let c = c * stretch;
         self.counters.candidate_comparisons += 1;
         match self.cfg.fbcomp_reference {
             FbReference::Both => {

@@ -817,3 +817,49 @@ fn cfg_both() -> PolicyConfig {
         ..with(Variant::FeedbackComparison, UpdatePolicy::Aimd)
     }
 }
+
+/// `fbcomp_nonminimal_factor`: the candidates' congestion counts that many times (a detour
+/// crosses more congested hops), except at equal-cost decision points.
+#[test]
+fn nonminimal_factor_scales_the_candidates_except_at_equal_cost_points() {
+    let cfg = PolicyConfig {
+        fbcomp_nonminimal_factor: 2.0,
+        ..cfg_both()
+    };
+    let observe = |pol: &mut Policy| {
+        pol.handle(
+            Event::CongestionObserved {
+                port: 2,
+                qntz_fb: 20,
+            },
+            0,
+        );
+    };
+    // Candidate at 20, so the cut threshold is max(avg, 2 × 20) = 40: a 35 holds P.
+    let mut pol = policy(cfg.clone(), &[1, 2, 3, 4]);
+    pol.set_candidates([(1, &[2][..])]);
+    observe(&mut pol);
+    pol.handle(cnm(1, 35), 0);
+    assert_eq!(p(&pol, 1), 100.0);
+    // A 50 is cut by 50 − 40 = 10 units.
+    pol.handle(cnm(1, 50), 0);
+    assert_eq!(p(&pol, 1), 100.0 * (1.0 - GD * 10.0));
+    // The same port as the minimal port of an equal-cost point compares 1:1: 35 − 20 = 15.
+    let mut pol = policy(cfg.clone(), &[1, 2, 3, 4]);
+    pol.set_candidates([(1, &[2][..])]);
+    pol.mark_equal_cost([1]);
+    observe(&mut pol);
+    pol.handle(cnm(1, 35), 0);
+    assert_eq!(p(&pol, 1), 100.0 * (1.0 - GD * 15.0));
+    // set_candidates clears the mark.
+    pol.set_candidates([(1, &[2][..])]);
+    pol.set_p_percent(1, 100.0);
+    pol.handle(cnm(1, 35), 0);
+    assert_eq!(p(&pol, 1), 100.0);
+    assert!(PolicyConfig {
+        fbcomp_nonminimal_factor: 0.5,
+        ..cfg
+    }
+    .validate()
+    .is_err());
+}

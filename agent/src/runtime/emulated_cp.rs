@@ -8,8 +8,9 @@
 //!   port per millisecond whether or not a sample was due: on Dragonfly(2,4,2) (36 switches,
 //!   180 fabric ports) 180 000 requests/s. Every `queue_poll_period` it also refreshes the
 //!   backlog gauge of every port (metrics, API);
-//! - it receives transmitted frames from one `AF_PACKET` socket (ETH_P_ALL) per fabric port,
-//!   bound to the port's interface ([`port_socket`]), drained at most every `batch_period`
+//! - it receives a port's transmitted frames from one `AF_PACKET` socket (ETH_P_ALL) per fabric
+//!   port, bound where the link's far end receives them when that is a local veth peer, else to
+//!   the port's interface ([`Tap`], [`port_socket`]), drained at most every `batch_period`
 //!   while frames come and waited on with `poll` when none do. The
 //!   socket's classic BPF filter ([`data_sample_on`]) passes only *data* frames transmitted on
 //!   that interface, and of those only one in `divisor`, drawn with the kernel's random number:
@@ -75,6 +76,72 @@ pub struct CpPort {
     pub ifindex: u32,
     /// Its link: Qeq and the source window follow it.
     pub link: crate::link::PortLink,
+    /// Where its frames are tapped.
+    pub tap: Tap,
+}
+
+/// Where a port's frames are read: what the socket binds to and which direction it keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tap {
+    /// The port's own interface (this index), frames it transmits.
+    Egress(u32),
+    /// The link's far end (a veth peer in this namespace, this index), frames it receives:
+    /// the same frames, after the port's qdisc, without a clone of every frame.
+    FarEnd(u32),
+}
+
+impl Tap {
+    /// The tap for port interface `ifname` (index `ifindex`) under `cfg`: its veth peer when
+    /// `auto` finds one here, else the interface itself.
+    pub fn for_port(cfg: crate::config::CpTap, ifname: &str, ifindex: u32) -> Tap {
+        match cfg {
+            crate::config::CpTap::Auto => {
+                far_end(ifname, ifindex).map_or(Tap::Egress(ifindex), Tap::FarEnd)
+            }
+            crate::config::CpTap::Egress => Tap::Egress(ifindex),
+        }
+    }
+
+    fn ifindex(self) -> u32 {
+        match self {
+            Tap::Egress(i) | Tap::FarEnd(i) => i,
+        }
+    }
+
+    /// Whether a frame of `pkttype` (sll_pkttype) is one the port transmitted.
+    fn keeps(self, pkttype: u8) -> bool {
+        match self {
+            Tap::Egress(_) => pkttype == PACKET_OUTGOING,
+            Tap::FarEnd(_) => pkttype != PACKET_OUTGOING,
+        }
+    }
+}
+
+/// The index of the veth peer of `ifname` when it is an interface of this namespace and names
+/// `ifindex` as its own peer (sysfs `iflink`: a veth's peer index, an interface's own index
+/// otherwise; an index from another namespace could name an unrelated local interface, hence
+/// the check both ways).
+fn far_end(ifname: &str, ifindex: u32) -> Option<u32> {
+    let iflink = |name: &str| -> Option<u32> {
+        std::fs::read_to_string(format!("/sys/class/net/{name}/iflink"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let peer = iflink(ifname)?;
+    if peer == ifindex || peer == 0 {
+        return None;
+    }
+    let peer_name = nix::net::if_::if_nameindex()
+        .ok()?
+        .iter()
+        .find(|i| i.index() == peer)?
+        .name()
+        .to_str()
+        .ok()?
+        .to_owned();
+    (iflink(&peer_name)? == ifindex).then_some(peer)
 }
 
 /// A CNM built by the emulated CP, for the switch task to inject.
@@ -97,6 +164,8 @@ pub struct CpPortStatus {
     pub port: PortNo,
     /// Interface.
     pub ifname: String,
+    /// Its frames are read where the link's far end receives them ([`Tap::FarEnd`]).
+    pub far_end: bool,
     /// Last backlog read, octets.
     pub backlog_bytes: u64,
     /// Packets the qdisc had dropped at the last gauge refresh (the emulated link's losses).
@@ -337,7 +406,7 @@ impl SwitchCp {
         let mut socks = Vec::with_capacity(ports.len());
         for (p, cp) in ports.iter().zip(&cps) {
             let divisor = presample_divisor(cp.nominal_interval_bytes());
-            socks.push((port_socket(p.ifindex, divisor)?, divisor));
+            socks.push((port_socket(p.tap, divisor)?, divisor));
         }
         let status = Arc::new(Mutex::new(CpStatus {
             ports: ports
@@ -345,6 +414,7 @@ impl SwitchCp {
                 .map(|p| CpPortStatus {
                     port: p.port,
                     ifname: p.ifname.clone(),
+                    far_end: matches!(p.tap, Tap::FarEnd(_)),
                     ..CpPortStatus::default()
                 })
                 .collect(),
@@ -414,7 +484,11 @@ impl SwitchCp {
                 };
                 frames += 1;
                 let Some(addr) = addr else { continue };
-                if addr.pkttype() != PACKET_OUTGOING {
+                let keeps = self
+                    .ports
+                    .get(i)
+                    .is_some_and(|p| p.tap.keeps(addr.pkttype()));
+                if !keeps {
                     continue;
                 }
                 let frame = buf.get(..n).unwrap_or_default();
@@ -477,7 +551,7 @@ impl SwitchCp {
         // The next interval may want another divisor (a congested port samples more often);
         // a filter that cannot be replaced keeps the old one, still unbiased.
         let next = presample_divisor(cp.nominal_interval_bytes());
-        if next != *divisor && sock.attach_filter(&data_sample_on(p.ifindex, next)).is_ok() {
+        if next != *divisor && sock.attach_filter(&data_sample_on(p.tap, next)).is_ok() {
             *divisor = next;
         }
         // `admitted`: congested, and the census (if on) lets it through.
@@ -547,29 +621,65 @@ fn wait_readable(socks: &[&socket2::Socket], timeout: Duration) {
     let _ = poll(&mut fds, timeout);
 }
 
-/// A non-blocking packet socket receiving one in `divisor` of the data frames transmitted on
-/// interface `ifindex` ([`data_sample_on`]).
+/// A non-blocking packet socket receiving one in `divisor` of the data frames the port
+/// transmitted, at `tap` ([`data_sample_on`]).
 ///
 /// Bound to the interface, the socket sits on that device's tap list: the kernel hands it only
-/// that device's frames. An unbound ETH_P_ALL socket sits on the namespace-wide list instead and
+/// that device's frames. On a device's transmit side every tap costs a clone of every frame
+/// before its filter runs; on the receive side the filter reads the frame in place, which is
+/// why [`Tap::FarEnd`] is preferred. An unbound ETH_P_ALL socket sits on the namespace-wide list instead and
 /// every frame sent or received on any interface visits it (and runs its filter) — with one
 /// socket per switch, 36 visits per frame event on Dragonfly(2,4,2), all in the forwarding
-/// thread's context. The filter decides before the frame is queued: a frame it drops costs the
-/// sender a clone and a few BPF instructions, no queueing, wake-up or copy to user space.
+/// thread's context. The filter decides before the frame is queued: a frame it drops costs a
+/// few BPF instructions (and, at [`Tap::Egress`], the clone), no queueing, wake-up or copy to
+/// user space.
 /// Non-blocking and drained in batches (`batch_period_us`): no reader sleeps in `recv`.
-fn port_socket(ifindex: u32, divisor: u32) -> std::io::Result<socket2::Socket> {
+fn port_socket(tap: Tap, divisor: u32) -> std::io::Result<socket2::Socket> {
     let fd = socket(
         AddressFamily::Packet,
         SockType::Raw,
         SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
         SockProtocol::EthAll,
     )?;
-    bind_to_interface(&fd, ifindex, ETH_P_ALL)?;
+    if let Tap::FarEnd(_) = tap {
+        // Off the far end's transmit path entirely (its frames are the other direction).
+        ignore_outgoing(&fd)?;
+    }
+    bind_to_interface(&fd, tap.ifindex(), ETH_P_ALL)?;
     // Room for a batch period of frames (the kernel caps it at rmem_max).
     let _ = setsockopt(&fd, sockopt::RcvBuf, &(1 << 20));
     let sock = socket2::Socket::from(fd);
-    sock.attach_filter(&data_sample_on(ifindex, divisor))?;
+    sock.attach_filter(&data_sample_on(tap, divisor))?;
     Ok(sock)
+}
+
+/// `PACKET_IGNORE_OUTGOING` (linux/if_packet.h, Linux 4.20).
+const PACKET_IGNORE_OUTGOING: i32 = 23;
+
+/// Sets `PACKET_IGNORE_OUTGOING` on packet socket `fd`: the kernel skips the socket when the
+/// device transmits, before it clones the frame. Neither nix nor socket2 names the option.
+#[allow(unsafe_code)]
+fn ignore_outgoing(fd: &OwnedFd) -> std::io::Result<()> {
+    use nix::libc;
+    let on: libc::c_int = 1;
+    let len = libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "c_int size"))?;
+    // SAFETY: `fd` is an open socket; the pointer and length describe `on`, an initialised
+    // c_int that lives until the call returns; setsockopt copies it.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            PACKET_IGNORE_OUTGOING,
+            std::ptr::from_ref(&on).cast::<libc::c_void>(),
+            len,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// `ETH_P_ALL` (linux/if_ether.h): every protocol.
@@ -628,25 +738,30 @@ enum Go {
 }
 
 /// The kernel half of the emulated CP's sampling: a BPF program passing, whole, the frames
-/// transmitted on `ifindex` that are data (at least [`CENSUS_MIN_FRAME_BYTES`]: ACKs, ARP and
+/// the port transmitted (outgoing on its interface, or incoming at its far end) that are data (at least [`CENSUS_MIN_FRAME_BYTES`]: ACKs, ARP and
 /// CNMs neither fill a queue nor earn one) and win a 1-in-`divisor` draw of the kernel's random
 /// number; everything else is dropped before it is queued to the socket. The CP counts each
 /// frame passed as `divisor` frames of its length ([`crate::cp::presample_divisor`]).
-pub fn data_sample_on(ifindex: u32, divisor: u32) -> Vec<socket2::SockFilter> {
-    bpf_data_sample_on(ifindex, divisor)
+pub fn data_sample_on(tap: Tap, divisor: u32) -> Vec<socket2::SockFilter> {
+    bpf_data_sample_on(tap, divisor)
         .iter()
         .map(|&(code, jt, jf, k)| socket2::SockFilter::new(code, jt, jf, k))
         .collect()
 }
 
 /// The program as (code, jt, jf, k) tuples.
-fn bpf_data_sample_on(ifindex: u32, divisor: u32) -> Vec<(u16, u8, u8, u32)> {
+fn bpf_data_sample_on(tap: Tap, divisor: u32) -> Vec<(u16, u8, u8, u32)> {
     let min_len = u32::try_from(CENSUS_MIN_FRAME_BYTES).unwrap_or(u32::MAX);
+    // Egress keeps the outgoing frames of the port, the far end its incoming ones.
+    let (outgoing, other) = match tap {
+        Tap::Egress(_) => (Go::Next, Go::Drop),
+        Tap::FarEnd(_) => (Go::Drop, Go::Next),
+    };
     let mut body: Vec<(u16, Go, Go, u32)> = vec![
         (BPF_LD_W_ABS, Go::Next, Go::Next, SKF_AD_PKTTYPE),
-        (BPF_JEQ_K, Go::Next, Go::Drop, u32::from(PACKET_OUTGOING)),
+        (BPF_JEQ_K, outgoing, other, u32::from(PACKET_OUTGOING)),
         (BPF_LD_W_ABS, Go::Next, Go::Next, SKF_AD_IFINDEX),
-        (BPF_JEQ_K, Go::Next, Go::Drop, ifindex),
+        (BPF_JEQ_K, Go::Next, Go::Drop, tap.ifindex()),
         (BPF_LD_W_LEN, Go::Next, Go::Next, 0),
         (
             BPF_JGE_K,
@@ -729,7 +844,7 @@ mod tests {
 
     #[test]
     fn filter_passes_outgoing_data_frames_of_the_port() {
-        let prog = bpf_data_sample_on(7, 1);
+        let prog = bpf_data_sample_on(Tap::Egress(7), 1);
         for ifindex in [6, 7, 8] {
             for pkttype in 0..=5 {
                 for len in [60, 66, 511, 512, 1514] {
@@ -758,10 +873,48 @@ mod tests {
         );
     }
 
+    /// At the far end the same frames arrive: incoming data frames of the peer pass, and the
+    /// peer's own transmissions (the link's other direction) do not.
+    #[test]
+    fn far_end_filter_passes_incoming_data_frames_of_the_peer() {
+        let prog = bpf_data_sample_on(Tap::FarEnd(9), 1);
+        for ifindex in [8, 9] {
+            for pkttype in 0..=5 {
+                for len in [66, 512, 1514] {
+                    let f = Frame {
+                        pkttype,
+                        ifindex,
+                        len,
+                        random: 0,
+                    };
+                    let want = pkttype != u32::from(PACKET_OUTGOING) && ifindex == 9 && len >= 512;
+                    assert_eq!(run(&prog, &f) != 0, want, "{pkttype} {ifindex} {len}");
+                }
+            }
+        }
+        assert!(Tap::FarEnd(9).keeps(3) && !Tap::FarEnd(9).keeps(PACKET_OUTGOING));
+        assert!(Tap::Egress(9).keeps(PACKET_OUTGOING) && !Tap::Egress(9).keeps(0));
+    }
+
+    /// Loopback has no peer; an interface that does not exist has none either.
+    #[test]
+    fn a_port_without_a_local_peer_is_tapped_itself() {
+        let lo = nix::net::if_::if_nametoindex("lo").unwrap();
+        assert_eq!(
+            Tap::for_port(crate::config::CpTap::Auto, "lo", lo),
+            Tap::Egress(lo)
+        );
+        assert_eq!(far_end("no-such-if0", 12345), None);
+        assert_eq!(
+            Tap::for_port(crate::config::CpTap::Egress, "lo", lo),
+            Tap::Egress(lo)
+        );
+    }
+
     #[test]
     fn filter_passes_one_data_frame_in_divisor() {
         for divisor in [2u32, 5, 49, 64] {
-            let prog = bpf_data_sample_on(3, divisor);
+            let prog = bpf_data_sample_on(Tap::Egress(3), divisor);
             // Over an even spread of random values, the share passed is 1/divisor.
             let steps = 1u64 << 16;
             let passed = (0..steps)

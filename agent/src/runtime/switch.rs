@@ -326,6 +326,7 @@ fn reconfigure_cp(
                     ifname: info.name.clone(),
                     ifindex: idx,
                     link: session.links().get(p),
+                    tap: emulated_cp::Tap::for_port(cfg.runtime.emulated_cp.tap, &info.name, idx),
                 }),
                 Err(_) => missing.push(info.name.clone()),
             },
