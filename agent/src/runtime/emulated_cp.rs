@@ -11,10 +11,10 @@
 //! - it receives a port's transmitted frames from one `AF_PACKET` socket (ETH_P_ALL) per fabric
 //!   port, bound where the link's far end receives them when that is a local veth peer, else to
 //!   the port's interface ([`Tap`], [`port_socket`]), drained at most every `batch_period`
-//!   while frames come and waited on with `poll` when none do. The
-//!   socket's classic BPF filter ([`data_sample_on`]) passes only *data* frames transmitted on
-//!   that interface, and of those only one in `divisor`, drawn with the kernel's random number:
-//!   the CP needs one sample per sampling interval (tens of frames at low feedback), not every
+//!   while frames come and waited on with `poll` when none do. The socket's classic BPF
+//!   filter ([`data_sample_on`]) passes only the port's *data* frames (transmitted by it, or
+//!   received at its far end), and of those only one in `divisor`, drawn with the kernel's
+//!   random number: the CP needs one sample per sampling interval (tens of frames at low feedback), not every
 //!   frame, and a frame the filter drops is never queued, woken for or copied. `divisor`
 //!   ([`crate::cp::presample_divisor`]) keeps about two passed frames per nominal interval, and
 //!   each passed frame counts for `divisor` times its length, so the expected byte count — hence
