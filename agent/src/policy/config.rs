@@ -114,10 +114,9 @@ pub struct PolicyConfig {
     /// Default 1 (per hop, as published). 2 (a Dragonfly detour's two global links for one)
     /// helps the simulator — Dragonfly(4,8,4) / (3,6,3), uniform at load 0.8: 0.943 / 0.947 of
     /// minimal with 1, 0.958 / 0.966 with 2, ADV+1 and ADV+h within 0.3 %
-    /// (`sim/scripts/one-config.sh`) — and costs Mininet, where TCP fills every queue it uses so
-    /// QCN's Fb saturates and a ratio of Fbs measures nothing: Dragonfly(2,4,2) at 10 / 2.5,
-    /// ADV+1 1.05× → 0.97× Valiant, ADV+h 1.05× → 0.95× (mininet/README.md "The matrix").
-    /// Equal-cost decision points (every candidate minimal) always compare 1:1.
+    /// (`sim/scripts/one-config.sh`) — and costs Mininet's Dragonfly(1,2,3) at 10 / 2.5 5–12 %
+    /// in three of four patterns, the other matrix cells within ±3 % (mininet/README.md "The
+    /// matrix"). Equal-cost decision points (every candidate minimal) always compare 1:1.
     pub fbcomp_nonminimal_factor: f64,
     /// DRB's constants (`[policy.drb]`), used when `kind = "drb"`.
     pub drb: DrbConfig,
