@@ -14,8 +14,9 @@
 //!   while frames come and waited on with `poll` when none do. The socket's classic BPF
 //!   filter ([`data_sample_on`]) passes only the port's *data* frames (transmitted by it, or
 //!   received at its far end), and of those only one in `divisor`, drawn with the kernel's
-//!   random number: the CP needs one sample per sampling interval (tens of frames at low feedback), not every
-//!   frame, and a frame the filter drops is never queued, woken for or copied. `divisor`
+//!   random number: the CP needs one sample per sampling interval (tens of frames at low
+//!   feedback), not every frame, and a frame the filter drops is never queued, woken for or
+//!   copied. `divisor`
 //!   ([`crate::cp::presample_divisor`]) keeps about two passed frames per nominal interval, and
 //!   each passed frame counts for `divisor` times its length, so the expected byte count — hence
 //!   the sampling rate — is that of counting every data frame; the filter is replaced when a
@@ -627,13 +628,12 @@ fn wait_readable(socks: &[&socket2::Socket], timeout: Duration) {
 /// Bound to the interface, the socket sits on that device's tap list: the kernel hands it only
 /// that device's frames. On a device's transmit side every tap costs a clone of every frame
 /// before its filter runs; on the receive side the filter reads the frame in place, which is
-/// why [`Tap::FarEnd`] is preferred. An unbound ETH_P_ALL socket sits on the namespace-wide list instead and
-/// every frame sent or received on any interface visits it (and runs its filter) — with one
-/// socket per switch, 36 visits per frame event on Dragonfly(2,4,2), all in the forwarding
-/// thread's context. The filter decides before the frame is queued: a frame it drops costs a
-/// few BPF instructions (and, at [`Tap::Egress`], the clone), no queueing, wake-up or copy to
-/// user space.
-/// Non-blocking and drained in batches (`batch_period_us`): no reader sleeps in `recv`.
+/// why [`Tap::FarEnd`] is preferred. An unbound ETH_P_ALL socket sits on the namespace-wide
+/// list instead and every frame sent or received on any interface visits it (and runs its
+/// filter) — with one socket per switch, 36 visits per frame event on Dragonfly(2,4,2), all in
+/// the forwarding thread's context. The filter decides before the frame is queued: a frame it
+/// drops costs a few BPF instructions (and, at [`Tap::Egress`], the clone), no queueing,
+/// wake-up or copy to user space. Non-blocking and drained in batches (`batch_period_us`): no reader sleeps in `recv`.
 fn port_socket(tap: Tap, divisor: u32) -> std::io::Result<socket2::Socket> {
     let fd = socket(
         AddressFamily::Packet,
