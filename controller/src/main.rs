@@ -469,6 +469,10 @@ struct BoundArgs {
     fabric_bw: Option<f64>,
     #[arg(long, value_enum, default_value = "table")]
     format: BoundFormat,
+    /// Also solve, per routing, the lowest peak utilisation of the fabric's links at which
+    /// it carries every demand in full (host links uncapped; one more LP each).
+    #[arg(long)]
+    min_peak: bool,
 }
 
 /// `bound --format json`: the request and one entry per routing.
@@ -488,7 +492,10 @@ struct BoundReport {
 struct TimedBound {
     #[serde(flatten)]
     bound: bound::Bound,
-    /// Wall time of both LPs, building included.
+    /// `--min-peak`: the lowest peak fabric-link utilisation carrying every demand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_peak_utilisation: Option<f64>,
+    /// Wall time of the LPs, building included.
     seconds: f64,
 }
 
@@ -510,9 +517,20 @@ fn print_bound(args: BoundArgs) -> anyhow::Result<()> {
     for &routing in &args.routing {
         let t0 = std::time::Instant::now();
         let b = bound::bound(&fabric, &rates, &demands, routing)?;
+        let min_peak_utilisation = if args.min_peak {
+            Some(bound::min_peak_utilisation(
+                &fabric, &rates, &demands, routing,
+            )?)
+        } else {
+            None
+        };
         let seconds = t0.elapsed().as_secs_f64();
         tracing::debug!(%routing, seconds, variables = b.lp.variables, "bound");
-        bounds.push(TimedBound { bound: b, seconds });
+        bounds.push(TimedBound {
+            bound: b,
+            min_peak_utilisation,
+            seconds,
+        });
     }
     let report = BoundReport {
         topology: args.topology.to_string(),
@@ -551,7 +569,7 @@ fn bound_table(r: &BoundReport) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<10}{:>8}{:>17}{:>20}{:>12}{:>10}{:>9}{:>8}{:>9}",
+        "{:<10}{:>8}{:>17}{:>20}{:>12}{:>10}{:>9}{:>8}{:>9}{}",
         "routing",
         "lambda",
         "concurrent Mb/s",
@@ -560,7 +578,12 @@ fn bound_table(r: &BoundReport) -> String {
         "LP vars",
         "rows",
         "paths",
-        "seconds"
+        "seconds",
+        if r.bounds.iter().any(|t| t.min_peak_utilisation.is_some()) {
+            "  min peak"
+        } else {
+            ""
+        }
     );
     for t in &r.bounds {
         let b = &t.bound;
@@ -571,7 +594,7 @@ fn bound_table(r: &BoundReport) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<10}{:>8.4}{:>17.3}{:>20.3}{:>11.1}%{:>10}{:>9}{:>8}{:>9.3}",
+            "{:<10}{:>8.4}{:>17.3}{:>20.3}{:>11.1}%{:>10}{:>9}{:>8}{:>9.3}{}",
             b.routing.to_string(),
             b.lambda,
             b.concurrent_mbps,
@@ -580,7 +603,10 @@ fn bound_table(r: &BoundReport) -> String {
             b.lp.variables,
             b.lp.constraints,
             b.lp.paths,
-            t.seconds
+            t.seconds,
+            t.min_peak_utilisation
+                .map(|u| format!("{u:>10.4}"))
+                .unwrap_or_default()
         );
     }
     out

@@ -32,6 +32,9 @@ pub(super) enum Objective {
     Concurrent,
     /// Maximise Σ rate, each rate ≤ its demand.
     MaxAggregate,
+    /// Maximise λ with the host links uncapped: 1/λ is the lowest peak utilisation of the
+    /// fabric's links at which every demand is carried in full.
+    FabricConcurrent,
 }
 
 impl Objective {
@@ -39,6 +42,7 @@ impl Objective {
         match self {
             Objective::Concurrent => "max-concurrent",
             Objective::MaxAggregate => "max-aggregate",
+            Objective::FabricConcurrent => "fabric-concurrent",
         }
     }
 }
@@ -66,7 +70,7 @@ impl Problem<'_> {
 
         // Each demand's rate as coefficient × variable.
         let (rates, objective_expr): (Vec<(f64, Variable)>, Expression) = match objective {
-            Objective::Concurrent => {
+            Objective::Concurrent | Objective::FabricConcurrent => {
                 let lambda = vars.add(variable().min(0.0));
                 (
                     self.demands.iter().map(|d| (d.mbps, lambda)).collect(),
@@ -101,8 +105,10 @@ impl Problem<'_> {
                 pair_demand.entry((s, t)).or_insert(d);
             }
         }
-        for e in sent.into_values().chain(received.into_values()) {
-            rows.push(e.leq(self.host_mbps));
+        if objective != Objective::FabricConcurrent {
+            for e in sent.into_values().chain(received.into_values()) {
+                rows.push(e.leq(self.host_mbps));
+            }
         }
 
         let n = self.fabric.switches().len();

@@ -398,6 +398,34 @@ pub fn bounds(
     routings.iter().map(|&r| prepared.solve(r)).collect()
 }
 
+/// The lowest peak utilisation (load ÷ rate) of the fabric's switch-to-switch links at which
+/// `routing` carries every demand in full, host links left out: what a load-balancing scheme
+/// can at best do to the busiest link (a hot spot's peak link load, at the demands' scale).
+/// 0 when no demand crosses the fabric.
+pub fn min_peak_utilisation(
+    fabric: &Fabric,
+    rates: &LinkRates,
+    demands: &[Demand],
+    routing: Routing,
+) -> Result<f64, BoundError> {
+    let prepared = Prepared::new(fabric, rates, demands, &[routing])?;
+    if prepared.pairs.is_empty() {
+        return Ok(0.0);
+    }
+    let (lambda, _) = prepared
+        .problem(routing)
+        .solve(lp::Objective::FabricConcurrent)?;
+    if lambda > 0.0 {
+        Ok(1.0 / lambda)
+    } else {
+        Err(BoundError::Solver {
+            routing,
+            objective: "fabric-concurrent",
+            reason: "λ = 0: some demand has no capacity".into(),
+        })
+    }
+}
+
 /// What the LPs of several routings share.
 #[derive(Debug)]
 struct Prepared<'a> {
@@ -476,7 +504,7 @@ impl<'a> Prepared<'a> {
         })
     }
 
-    fn solve(&self, routing: Routing) -> Result<Bound, BoundError> {
+    fn problem(&self, routing: Routing) -> lp::Problem<'_> {
         let (arcs, paths) = match (routing, &self.routes, &self.minimal, &self.adaptive) {
             (Routing::Any, ..) => (lp::Arcs::All, None),
             (Routing::Valiant, ..) => (lp::Arcs::None, Some(&self.valiant)),
@@ -486,7 +514,7 @@ impl<'a> Prepared<'a> {
             (Routing::Adaptive, Some(r), _, None) => (lp::Arcs::Minimal(r), Some(&self.valiant)),
             (Routing::Minimal | Routing::Adaptive, None, ..) => (lp::Arcs::None, None),
         };
-        let problem = lp::Problem {
+        lp::Problem {
             fabric: self.fabric,
             net: &self.net,
             host_mbps: self.host_mbps,
@@ -495,7 +523,11 @@ impl<'a> Prepared<'a> {
             arcs,
             paths,
             routing,
-        };
+        }
+    }
+
+    fn solve(&self, routing: Routing) -> Result<Bound, BoundError> {
+        let problem = self.problem(routing);
         let (lambda, _) = problem.solve(lp::Objective::Concurrent)?;
         let (max_aggregate_mbps, lp) = problem.solve(lp::Objective::MaxAggregate)?;
         let offered: f64 = self.demands.iter().map(|d| d.mbps).sum();

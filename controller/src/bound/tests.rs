@@ -352,3 +352,76 @@ fn minimal_paths_and_the_minimal_dag_give_the_same_ceiling() {
         }
     }
 }
+
+#[test]
+fn min_peak_of_adv1_minimal_is_a_group_on_one_global_link() {
+    // Minimal ADV+1 puts a group's a·p flows on one global link: peak a·p·host ÷ global.
+    for (spec, edge, global, group_hosts) in [
+        ("dragonfly:p=2,a=2,h=1", 5.0, 5.0, 4.0),
+        ("dragonfly:p=2,a=4,h=2", 10.0, 2.5, 8.0),
+    ] {
+        let f = fabric(spec);
+        let r = rates(edge, global);
+        let d = flows(&f, "adv+1", edge);
+        let peak = min_peak_utilisation(&f, &r, &d, Routing::Minimal).unwrap();
+        close(peak, group_hosts * edge / global);
+    }
+}
+
+#[test]
+fn min_peak_of_dragonfly_2_2_1_adv1_by_hand() {
+    // dragonfly_2_2_1_adv1_by_hand: a group's 20 Mb/s leaves over its minimal link (at most
+    // U·5) and diverted (at most U·2.5, two groups share each reverse direction), so U = 20 /
+    // 7.5; the host links are not what binds there, so U = 1/λ.
+    let f = fabric("dragonfly:p=2,a=2,h=1");
+    let d = flows(&f, "adv+1", 5.0);
+    let r = LinkRates::uniform(5.0);
+    close(
+        min_peak_utilisation(&f, &r, &d, Routing::Any).unwrap(),
+        20.0 / 7.5,
+    );
+    close(
+        min_peak_utilisation(&f, &r, &d, Routing::Valiant).unwrap(),
+        20.0 / 2.5,
+    );
+}
+
+#[test]
+fn min_peak_orders_the_routings_and_never_exceeds_the_inverse_lambda() {
+    // Host links only add rows: λ ≤ the fabric's λ, so the min peak ≤ 1/λ; more paths never
+    // raise it.
+    for (spec, pattern) in [
+        ("dragonfly:p=1,a=2,h=3", "uniform"),
+        ("dragonfly:p=1,a=3,h=1", "hotspot"),
+        ("fattree:k=2,n=3", "uniform"),
+    ] {
+        let f = fabric(spec);
+        let r = rates(10.0, 2.5);
+        let d = flows(&f, pattern, 10.0);
+        let peak = |routing| min_peak_utilisation(&f, &r, &d, routing).unwrap();
+        let b = all(&f, &r, &d);
+        for routing in Routing::ALL {
+            assert!(
+                peak(routing) <= 1.0 / b[&routing].lambda + 1e-4,
+                "{spec} {pattern} {routing}"
+            );
+        }
+        assert!(peak(Routing::Any) <= peak(Routing::Minimal) + 1e-4);
+        assert!(peak(Routing::Any) <= peak(Routing::Adaptive) + 1e-4);
+        assert!(peak(Routing::Adaptive) <= peak(Routing::Minimal) + 1e-4);
+    }
+}
+
+#[test]
+fn min_peak_without_fabric_traffic_is_zero() {
+    let f = fabric("dragonfly:p=2,a=2,h=1");
+    let d = [Demand {
+        src: 0,
+        dst: 1,
+        mbps: 5.0,
+    }];
+    assert_eq!(
+        min_peak_utilisation(&f, &LinkRates::uniform(5.0), &d, Routing::Any).unwrap(),
+        0.0
+    );
+}
