@@ -16,11 +16,10 @@
 //!   received at its far end), and of those only one in `divisor`, drawn with the kernel's
 //!   random number: the CP needs one sample per sampling interval (tens of frames at low
 //!   feedback), not every frame, and a frame the filter drops is never queued, woken for or
-//!   copied. `divisor`
-//!   ([`crate::cp::presample_divisor`]) keeps about two passed frames per nominal interval, and
-//!   each passed frame counts for `divisor` times its length, so the expected byte count — hence
-//!   the sampling rate — is that of counting every data frame; the filter is replaced when a
-//!   sample changes the interval. The sampled frame gets a CNM when Fb < 0 — if it is a culprit:
+//!   copied. `divisor` ([`crate::cp::presample_divisor`]) keeps about two passed frames per
+//!   nominal interval, and each passed frame counts for `divisor` times its length, so the
+//!   expected byte count — hence the sampling rate — is that of counting every data frame; the
+//!   filter is replaced when a sample changes the interval. The sampled frame gets a CNM when Fb < 0 — if it is a culprit:
 //!   a frame from a host (source MAC in the `02:00` plan) — and, with `cp.min_sources` > 1, if
 //!   the port's [`SourceCensus`] admits it (enough distinct hosts among the frames passed lately);
 //! - the CNM (`Cnm::for_sampled_frame`, SA = switch MAC, CPID = switch MAC + port) goes to the
@@ -633,7 +632,8 @@ fn wait_readable(socks: &[&socket2::Socket], timeout: Duration) {
 /// filter) — with one socket per switch, 36 visits per frame event on Dragonfly(2,4,2), all in
 /// the forwarding thread's context. The filter decides before the frame is queued: a frame it
 /// drops costs a few BPF instructions (and, at [`Tap::Egress`], the clone), no queueing,
-/// wake-up or copy to user space. Non-blocking and drained in batches (`batch_period_us`): no reader sleeps in `recv`.
+/// wake-up or copy to user space. Non-blocking and drained in batches (`batch_period_us`): no
+/// reader sleeps in `recv`.
 fn port_socket(tap: Tap, divisor: u32) -> std::io::Result<socket2::Socket> {
     let fd = socket(
         AddressFamily::Packet,
@@ -738,10 +738,11 @@ enum Go {
 }
 
 /// The kernel half of the emulated CP's sampling: a BPF program passing, whole, the frames
-/// the port transmitted (outgoing on its interface, or incoming at its far end) that are data (at least [`CENSUS_MIN_FRAME_BYTES`]: ACKs, ARP and
-/// CNMs neither fill a queue nor earn one) and win a 1-in-`divisor` draw of the kernel's random
-/// number; everything else is dropped before it is queued to the socket. The CP counts each
-/// frame passed as `divisor` frames of its length ([`crate::cp::presample_divisor`]).
+/// the port transmitted (outgoing on its interface, or incoming at its far end) that are data
+/// (at least [`CENSUS_MIN_FRAME_BYTES`]: ACKs, ARP and CNMs neither fill a queue nor earn one)
+/// and win a 1-in-`divisor` draw of the kernel's random number; everything else is dropped
+/// before it is queued to the socket. The CP counts each frame passed as `divisor` frames of
+/// its length ([`crate::cp::presample_divisor`]).
 pub fn data_sample_on(tap: Tap, divisor: u32) -> Vec<socket2::SockFilter> {
     bpf_data_sample_on(tap, divisor)
         .iter()

@@ -38,7 +38,7 @@ pub(super) enum Objective {
 }
 
 impl Objective {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Objective::Concurrent => "max-concurrent",
             Objective::MaxAggregate => "max-aggregate",

@@ -412,15 +412,14 @@ pub fn min_peak_utilisation(
     if prepared.pairs.is_empty() {
         return Ok(0.0);
     }
-    let (lambda, _) = prepared
-        .problem(routing)
-        .solve(lp::Objective::FabricConcurrent)?;
+    let objective = lp::Objective::FabricConcurrent;
+    let (lambda, _) = prepared.problem(routing).solve(objective)?;
     if lambda > 0.0 {
         Ok(1.0 / lambda)
     } else {
         Err(BoundError::Solver {
             routing,
-            objective: "fabric-concurrent",
+            objective: objective.name(),
             reason: "λ = 0: some demand has no capacity".into(),
         })
     }
