@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
+use fabricflow_agent::AgentConfig;
 use fabricflow_controller::plan::paths::Multipath;
 use fabricflow_controller::traffic::Pattern;
 use fabricflow_controller::TopologySpec;
@@ -72,6 +73,10 @@ struct Cli {
     /// so peak link loads compare at equal delivered load only at a load it does not throttle.
     #[arg(long, value_delimiter = ',', default_value = "0.3")]
     hot_loads: Vec<f64>,
+    /// One-off agent keys for every switch core (DRB's and QCN-SW's), as `fabricflow-sim
+    /// --agent-set`, e.g. `--agent-set policy.drb.notifications_per_path=5` (repeatable).
+    #[arg(long = "agent-set")]
+    agent_set: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -173,6 +178,7 @@ fn main() -> ExitCode {
 
 fn real_main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    let agent = AgentConfig::from_toml_str_with("", &cli.agent_set).context("--agent-set")?;
     std::fs::create_dir_all(&cli.out).with_context(|| format!("{}", cli.out.display()))?;
     let all = jobs(
         cli.scale,
@@ -194,7 +200,7 @@ fn real_main() -> anyhow::Result<()> {
                     i
                 };
                 let Some(job) = all.get(i) else { break };
-                match run(&cli, job) {
+                match run(&cli, &agent, job) {
                     Ok(row) => {
                         eprintln!("{row}");
                         rows.lock()
@@ -231,7 +237,7 @@ fn real_main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run(cli: &Cli, job: &Job) -> anyhow::Result<String> {
+fn run(cli: &Cli, agent: &AgentConfig, job: &Job) -> anyhow::Result<String> {
     let topology: TopologySpec = job.topology.parse()?;
     let pattern: Pattern = job.traffic.parse()?;
     let cfg = SimConfig {
@@ -255,6 +261,9 @@ fn run(cli: &Cli, job: &Job) -> anyhow::Result<String> {
             },
             ..Multipath::default()
         },
+        cp: agent.cp.clone(),
+        policy: agent.policy.clone(),
+        weights: agent.weights.clone(),
         ..SimConfig::default()
     };
     let r = run_one(&cfg).map_err(|e| anyhow::anyhow!("{} {}: {e}", job.topology, job.mode))?;
