@@ -24,8 +24,9 @@
 //!    `BytesSent` (or, with [`ByteCounter::MinimalBucket`], OFPMP_GROUP is polled and the
 //!    deltas of each decision point's bucket 0 become `BytesSent` for its minimal port);
 //!    `Tick` runs every `tick_period`. Changed probabilities go through the
-//!    [`WeightPlanner`]; its writes become GROUP_MOD MODIFY messages that keep every bucket's
-//!    actions and watch port/group and change only the weights.
+//!    [`WeightPlanner`](crate::weights::WeightPlanner); its writes become GROUP_MOD MODIFY
+//!    messages that keep every bucket's actions and watch port/group and change only the
+//!    weights.
 //!
 //! Everything between a CNM or a congestion sample and a weight write is the [`SwitchCore`]'s;
 //! the session only turns OpenFlow messages into its inputs and its writes into GROUP_MODs

@@ -10,7 +10,7 @@
 //!   backlog gauge of every port (metrics, API);
 //! - it receives a port's transmitted frames from one `AF_PACKET` socket (ETH_P_ALL) per fabric
 //!   port, bound where the link's far end receives them when that is a local veth peer, else to
-//!   the port's interface ([`Tap`], [`port_socket`]), drained at most every `batch_period`
+//!   the port's interface ([`Tap`], `port_socket`), drained at most every `batch_period`
 //!   while frames come and waited on with `poll` when none do. The socket's classic BPF
 //!   filter ([`data_sample_on`]) passes only the port's *data* frames (transmitted by it, or
 //!   received at its far end), and of those only one in `divisor`, drawn with the kernel's

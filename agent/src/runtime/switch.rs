@@ -223,7 +223,13 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 session.on_timer(now_ns());
             }
             Some(c) = cnm_rx.recv() => {
-                session.inject_cnm(c.frame, c.port, c.culprit, c.qntz_fb, now_ns());
+                let now = now_ns();
+                session.inject_cnm(c.frame, c.port, c.culprit, c.qntz_fb, now);
+                // The sampling thread hands over a batch's CNMs together: their PACKET_OUTs
+                // leave in one write, which ovs-vswitchd reads in one pass of its main loop.
+                while let Ok(c) = cnm_rx.try_recv() {
+                    session.inject_cnm(c.frame, c.port, c.culprit, c.qntz_fb, now);
+                }
             }
             _ = stop.changed() => return Ok(()),
         }
