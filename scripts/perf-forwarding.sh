@@ -13,13 +13,16 @@
 # bottleneck whatever the machine's idle time says. Needs `perf` (apt: linux-perf).
 set -euo pipefail
 [[ $# -ge 3 && $3 == "--" ]] || { echo "usage: $0 OUT SECONDS -- RUN.PY-ARGS..." >&2; exit 2; }
-out=$1 secs=$2
-shift 3
+secs=$2
 command -v perf >/dev/null || { echo "perf not found (apt install linux-perf)" >&2; exit 2; }
+mkdir -p "$1"
+out=$(cd "$1" && pwd)
+shift 3
 cd "$(dirname "$0")/.."
-mkdir -p "$out"
 /usr/bin/python3 mininet/run.py "$@" --out "$out/run" > "$out/run.log" 2>&1 &
 run=$!
+# A failure below must not leave the run (and its Mininet network) behind.
+trap 'kill "$run" 2>/dev/null || true' EXIT
 for _ in $(seq 1 1200); do
     pgrep -f "iperf3 -c" >/dev/null && break
     kill -0 "$run" 2>/dev/null || { echo "run.py ended before any traffic: $out/run.log" >&2; exit 1; }

@@ -19,9 +19,10 @@
 //!   copied. `divisor` ([`crate::cp::presample_divisor`]) keeps about two passed frames per
 //!   nominal interval, and each passed frame counts for `divisor` times its length, so the
 //!   expected byte count — hence the sampling rate — is that of counting every data frame; the
-//!   filter is replaced when a sample changes the interval. The sampled frame gets a CNM when Fb < 0 — if it is a culprit:
-//!   a frame from a host (source MAC in the `02:00` plan) — and, with `cp.min_sources` > 1, if
-//!   the port's [`SourceCensus`] admits it (enough distinct hosts among the frames passed lately);
+//!   filter is replaced when a sample changes the interval. The sampled frame gets a CNM when
+//!   Fb < 0 — if it is a culprit: a frame from a host (source MAC in the `02:00` plan) — and,
+//!   with `cp.min_sources` > 1, if the port's [`SourceCensus`] admits it (enough distinct hosts
+//!   among the frames passed lately);
 //! - the CNM (`Cnm::for_sampled_frame`, SA = switch MAC, CPID = switch MAC + port) goes to the
 //!   switch task, which injects it with PACKET_OUT and charges source processing.
 //!
