@@ -490,6 +490,10 @@ class FabricNet:
             # links were declared failed, and the fabric re-planned, dozens to a thousand times
             # in one Dragonfly(2,4,2) run. A port going down still fails its link (PORT_STATUS).
             "lldp_missing_periods": 15,
+            # CNMs from fabric ports are dropped by OVS and read by the agent from the port's
+            # veth (the agent writes its own CNMs there too): a packet-in and a PACKET_OUT per
+            # CNM cost the thread that forwards every packet (mininet/README.md).
+            "cnm_to_agent": "interface",
         }
         return fftoml.with_sets(doc, {
             **self.controller_settings,

@@ -110,6 +110,13 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with the emulated CP sampling but unable to fire (Qeq 5 GB)",
          program="controller", agent_variant="combined",
          agent={"link.buffer_bytes": 10_000_000_000}),
+    # CNMs by OpenFlow, as on a switch whose ports are not the agent's Linux interfaces: the
+    # emulated CP's CNMs injected by PACKET_OUT, CNMs from fabric ports delivered by packet-in
+    # (the harness's controller drops them for the agent to read from the veths).
+    Mode("qcnsw-combined-cnm-openflow",
+         "qcnsw-combined with CNMs by PACKET_OUT and packet-in instead of the ports' interfaces",
+         program="controller", agent_variant="combined",
+         controller={"cnm_to_agent": "packet-in"}, agent={"runtime.cnm_out": "pipeline"}),
     # The same with the tap on the port's own interface (transmitted frames, cloned by the
     # kernel for the tap) instead of the veth link's far end (the shipped `auto`).
     Mode("qcnsw-combined-cpidle-egress",

@@ -51,6 +51,16 @@ def global_link_0_to_1(fab):
             else (link["b"], link["b_port"]))
 
 
+def cnm_rule(br, port):
+    """(actions, n_packets) of table 0's CNM rule for `port` of `br`."""
+    out = subprocess.run(OFCTL + ["dump-flows", br, f"table=0,in_port={port},dl_type=0x22e7"],
+                         capture_output=True, text=True, check=True).stdout
+    m = re.search(r"n_packets=(\d+),.*actions=(\S+)", out)
+    if not m:
+        raise AssertionError(f"no CNM rule for {br}:{port}: {out}")
+    return m[2], int(m[1])
+
+
 def dump_groups(br):
     """{group_id: [(port, weight), ...]} from ovs-ofctl dump-groups."""
     out = subprocess.run(OFCTL + ["dump-groups", br], capture_output=True, text=True,
@@ -358,6 +368,14 @@ class QcnswTests(FabricTestCase):
             wait_until(lambda: metric("fabricflow_agent_cnm_received_total", other) > 0,
                        deadline, f"CNMs received by {other_br}", 0.5)
             t("CNMs received at the other source switch", self.t0)
+            # ... through the veth, not OpenFlow (the harness's controller cnm_to_agent =
+            # "interface"): the owner's agent wrote them on its port towards the other switch,
+            # whose OVS dropped them at classify and whose agent read them from that port.
+            self.assertGreater(metric("fabricflow_agent_cnm_sent_interface_total", owner), 0)
+            self.assertGreater(metric("fabricflow_agent_cnm_read_interface_total", other), 0)
+            actions, packets = cnm_rule(other_br, lport)
+            self.assertEqual(actions, "drop", f"{other_br}:{lport}'s CNM rule")
+            self.assertGreater(packets, 0, f"CNMs arriving at {other_br}:{lport} in OVS")
 
             # 3. P of the minimal ports falls (agent state).
             wait_until(lambda: acc.p_min[(owner_br, gport)] < 90

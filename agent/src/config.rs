@@ -77,6 +77,21 @@ pub struct RuntimeConfig {
     pub emulated_cp: EmulatedCpConfig,
     /// Per-port stall counters from the egress qdiscs (crate::port_stats).
     pub port_stall: PortStallConfig,
+    /// How the agent's CNMs (the emulated CP's, relays) leave the switch. Default "interface".
+    pub cnm_out: CnmOut,
+}
+
+/// How a CNM the agent sends leaves the switch (`runtime.cnm_out`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CnmOut {
+    /// Written by the agent on the port the transit table routes the CNM's destination to, when
+    /// that port is a local Linux interface (Open vSwitch beside the agent): the switch's
+    /// forwarding thread handles no PACKET_OUT. Other ports: as `pipeline`.
+    #[default]
+    Interface,
+    /// PACKET_OUT into the switch's pipeline (in_port `emulated_cp.inject_in_port`).
+    Pipeline,
 }
 
 impl Default for RuntimeConfig {
@@ -96,6 +111,7 @@ impl Default for RuntimeConfig {
             plan: crate::plan::PlanConventions::default(),
             emulated_cp: EmulatedCpConfig::default(),
             port_stall: PortStallConfig::default(),
+            cnm_out: CnmOut::Interface,
         }
     }
 }

@@ -208,6 +208,29 @@ pub enum GroupSkip {
     NoMinimalPort,
 }
 
+/// A transit-table flow matching only `eth_dst` (masked) and outputting to one physical port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransitRoute {
+    /// Flow priority.
+    pub priority: u16,
+    /// Matched destination (already masked).
+    pub value: MacAddr,
+    /// Mask (all ones: exact).
+    pub mask: MacAddr,
+    /// Output port.
+    pub port: PortNo,
+}
+
+impl TransitRoute {
+    fn matches(&self, mac: MacAddr) -> bool {
+        mac.0
+            .iter()
+            .zip(self.mask.0)
+            .zip(self.value.0)
+            .all(|((b, m), v)| b & m == v & m)
+    }
+}
+
 /// Everything learned from one read of the switch's groups and flows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LearnedPlan {
@@ -227,6 +250,12 @@ pub struct LearnedPlan {
     /// routes use; a fat-tree's middle switch with more up ports than routes upwards (k = 2,
     /// n = 3: one of two) still receives CNMs on the others, which it relays.
     pub cnm_ports: BTreeSet<PortNo>,
+    /// Fabric-side ports whose CNMs the classify table drops (the controller's
+    /// `cnm_to_agent = "interface"`): the agent reads them from the port's Linux interface.
+    pub cnm_interface_ports: BTreeSet<PortNo>,
+    /// The transit table's routes by destination MAC alone, highest priority first: where the
+    /// pipeline sends a frame for a host, so a CNM can leave by that port without a PACKET_OUT.
+    pub transit_routes: Vec<TransitRoute>,
     /// Hosts attached to this switch: exact destinations of inject-table flows that output to
     /// a port that is not a fabric port. A CNM for one of them never needs the pipeline.
     pub local_hosts: BTreeSet<MacAddr>,
@@ -247,6 +276,7 @@ impl LearnedPlan {
     pub fn learn(conv: &PlanConventions, groups: &[GroupDesc], flows: &[FlowStats]) -> LearnedPlan {
         let mut plan = LearnedPlan::default();
         let (mut cnm_to_agent, mut to_transit) = (BTreeSet::new(), BTreeSet::new());
+        let mut cnm_dropped = BTreeSet::new();
         for g in groups {
             if is_path_group(g.group_id) {
                 if let Some(pg) = learn_path_group(g) {
@@ -280,6 +310,11 @@ impl LearnedPlan {
                         {
                             cnm_to_agent.insert(port);
                         }
+                        Some(fabricflow_proto::ethernet::ethertype::CNM)
+                            if f.instructions.is_empty() =>
+                        {
+                            cnm_dropped.insert(port);
+                        }
                         None if f.r#match.fields.len() == 1
                             && f.instructions
                                 .contains(&Instruction::GotoTable(conv.transit_table)) =>
@@ -292,6 +327,11 @@ impl LearnedPlan {
             }
             if f.table_id == conv.transit_table && !matches_one_host(f) {
                 plan.fabric_ports.extend(physical_outputs(actions.clone()));
+            }
+            if f.table_id == conv.transit_table {
+                if let Some(r) = transit_route(f) {
+                    plan.transit_routes.push(r);
+                }
             }
             if f.table_id == conv.inject_table {
                 let group = actions.clone().find_map(|a| match a {
@@ -307,6 +347,10 @@ impl LearnedPlan {
             }
         }
         plan.cnm_ports = cnm_to_agent.intersection(&to_transit).copied().collect();
+        plan.cnm_interface_ports = cnm_dropped.intersection(&to_transit).copied().collect();
+        // Stable: among equal priorities the reply's order (OVS: the installed order) stays.
+        plan.transit_routes
+            .sort_by_key(|r| std::cmp::Reverse(r.priority));
         // Second pass: the fabric ports are complete only now.
         for f in flows
             .iter()
@@ -343,7 +387,18 @@ impl LearnedPlan {
     /// Whether a CNM arriving on `port` is taken: a fabric port, or one the plan's classify
     /// table hands CNMs to the agent from ([`cnm_ports`](Self::cnm_ports)).
     pub fn takes_cnm_from(&self, port: PortNo) -> bool {
-        self.is_fabric_port(port) || self.cnm_ports.contains(&port)
+        self.is_fabric_port(port)
+            || self.cnm_ports.contains(&port)
+            || self.cnm_interface_ports.contains(&port)
+    }
+
+    /// The port the transit table sends a frame for `dst` to (the highest-priority route by
+    /// destination alone), if any.
+    pub fn route_to(&self, dst: MacAddr) -> Option<PortNo> {
+        self.transit_routes
+            .iter()
+            .find(|r| r.matches(dst))
+            .map(|r| r.port)
     }
 
     /// The decision point whose minimal port is `port`, if any.
@@ -355,6 +410,8 @@ impl LearnedPlan {
     pub fn same_structure(&self, other: &LearnedPlan) -> bool {
         self.is_installed() == other.is_installed()
             && self.fabric_ports == other.fabric_ports
+            && self.cnm_ports == other.cnm_ports
+            && self.cnm_interface_ports == other.cnm_interface_ports
             && self.minimal_port_by_dest_group == other.minimal_port_by_dest_group
             && self.groups.len() == other.groups.len()
             && self
@@ -402,6 +459,23 @@ fn learn_group(conv: &PlanConventions, g: &GroupDesc) -> Result<LearnedGroup, Gr
     Ok(LearnedGroup {
         dp,
         buckets: g.buckets.clone(),
+    })
+}
+
+/// `f` as a [`TransitRoute`]: its match is `eth_dst` alone and its actions output to exactly one
+/// physical port.
+fn transit_route(f: &FlowStats) -> Option<TransitRoute> {
+    let [OxmField::EthDst { value, mask }] = f.r#match.fields.as_slice() else {
+        return None;
+    };
+    let [port] = physical_outputs(flow_actions(f))[..] else {
+        return None;
+    };
+    Some(TransitRoute {
+        priority: f.priority,
+        value: *value,
+        mask: mask.unwrap_or(MacAddr([0xff; 6])),
+        port,
     })
 }
 
@@ -596,6 +670,89 @@ pub(crate) mod tests {
         assert!(!LearnedPlan::learn(&conv, &[], &[marker(conv.cookie, m + 1)]).frozen);
         assert!(!LearnedPlan::learn(&conv, &[], &[marker(7, m)]).frozen);
         assert!(!LearnedPlan::learn(&conv, &[], &[]).frozen);
+    }
+
+    #[test]
+    fn transit_routes_pick_the_highest_priority_match_on_the_destination_alone() {
+        let conv = PlanConventions::default();
+        let dst = |v: &str, m: Option<&str>| {
+            Match::new().with(OxmField::EthDst {
+                value: v.parse().unwrap(),
+                mask: m.map(|m| m.parse().unwrap()),
+            })
+        };
+        let at = |prio: u16, m: Match, actions: Vec<Action>| {
+            let mut f = flow(2, conv.cookie, m, actions);
+            f.priority = prio;
+            f
+        };
+        let group = Some("ff:ff:ff:ff:00:00");
+        let flows = vec![
+            at(100, dst("02:00:00:07:00:00", group), out(5)),
+            at(
+                200,
+                dst("02:00:00:07:01:00", Some("ff:ff:ff:ff:ff:00")),
+                out(6),
+            ),
+            // A divert (in_port too), two outputs, the inject table: no route.
+            at(
+                300,
+                dst("02:00:00:07:00:00", group).with(OxmField::InPort(9)),
+                out(7),
+            ),
+            at(
+                300,
+                dst("02:00:00:08:00:00", group),
+                [out(1), out(2)].concat(),
+            ),
+            flow(1, conv.cookie, dst("02:00:00:09:00:00", group), out(3)),
+        ];
+        let plan = LearnedPlan::learn(&conv, &[], &flows);
+        let route = |m: &str| plan.route_to(m.parse().unwrap());
+        assert_eq!(route("02:00:00:07:01:04"), Some(6));
+        assert_eq!(route("02:00:00:07:02:04"), Some(5));
+        assert_eq!(route("02:00:00:08:00:01"), None);
+        assert_eq!(route("02:00:00:09:00:01"), None);
+        assert_eq!(plan.transit_routes.len(), 2);
+    }
+
+    #[test]
+    fn cnm_rules_that_drop_at_classify_are_the_agents_interface_ports() {
+        let conv = PlanConventions::default();
+        let classify = |port: u32, cnm: bool, instructions: Vec<Instruction>| {
+            let mut m = Match::new().with(OxmField::InPort(port));
+            if cnm {
+                m = m.with(OxmField::EthType(
+                    fabricflow_proto::ethernet::ethertype::CNM,
+                ));
+            }
+            let mut f = flow(0, conv.cookie, m, vec![]);
+            f.instructions = instructions;
+            f
+        };
+        let to_transit = vec![Instruction::GotoTable(conv.transit_table)];
+        let flows = vec![
+            // Fabric port 4: CNMs dropped, the rest to transit.
+            classify(4, true, vec![]),
+            classify(4, false, to_transit.clone()),
+            // Host port 1: CNMs dropped, the rest to inject.
+            classify(1, true, vec![]),
+            classify(1, false, vec![Instruction::GotoTable(conv.inject_table)]),
+            // Fabric port 5: CNMs to the agent.
+            classify(
+                5,
+                true,
+                vec![Instruction::ApplyActions(vec![Action::Output {
+                    port: fabricflow_proto::openflow::port::OFPP_CONTROLLER,
+                    max_len: 0xffff,
+                }])],
+            ),
+            classify(5, false, to_transit),
+        ];
+        let plan = LearnedPlan::learn(&conv, &[], &flows);
+        assert_eq!(plan.cnm_interface_ports, [4].into());
+        assert_eq!(plan.cnm_ports, [5].into());
+        assert!(plan.takes_cnm_from(4) && plan.takes_cnm_from(5) && !plan.takes_cnm_from(1));
     }
 
     #[test]

@@ -169,17 +169,28 @@ pub fn check_cnm(
     plan: Option<&LearnedPlan>,
     pi: &PacketIn,
 ) -> Result<(PortNo, FrameInfo, Cnm), DropReason> {
+    check_cnm_frame(plan, pi.in_port(), &pi.data, usize::from(pi.total_len))
+}
+
+/// [`check_cnm`] for `data`, a frame of `total_len` octets that arrived on `port`: a packet-in's,
+/// or one the shell read from the port's interface.
+pub fn check_cnm_frame(
+    plan: Option<&LearnedPlan>,
+    port: Option<PortNo>,
+    data: &[u8],
+    total_len: usize,
+) -> Result<(PortNo, FrameInfo, Cnm), DropReason> {
     let plan = plan.ok_or(DropReason::NoPlan)?;
-    let port = pi.in_port().ok_or(DropReason::NoInPort)?;
+    let port = port.ok_or(DropReason::NoInPort)?;
     if !plan.takes_cnm_from(port) {
         return Err(DropReason::NotFabricPort);
     }
     let is_cnm_type =
-        fabricflow_proto::ethernet::frame_info(&pi.data).map(|fi| fi.ethertype == ethertype::CNM);
-    match (is_cnm_type, Cnm::parse_frame(&pi.data)) {
+        fabricflow_proto::ethernet::frame_info(data).map(|fi| fi.ethertype == ethertype::CNM);
+    match (is_cnm_type, Cnm::parse_frame(data)) {
         (_, Ok((info, cnm))) => Ok((port, info, cnm)),
         (Ok(false), Err(_)) => Err(DropReason::NotCnm),
-        (_, Err(_)) if pi.data.len() < usize::from(pi.total_len) => Err(DropReason::Truncated),
+        (_, Err(_)) if data.len() < total_len => Err(DropReason::Truncated),
         (_, Err(_)) => Err(DropReason::Malformed),
     }
 }
@@ -203,6 +214,12 @@ pub struct SessionCounters {
     /// Generated CNMs for a host of this very switch: not injected (the reaction point is the
     /// switch, and the host would drop the frame), only charged locally.
     pub cnm_to_own_host: u64,
+    /// CNMs (generated or relayed) sent on the route port's interface, not by PACKET_OUT.
+    pub cnm_sent_interface: u64,
+    /// CNM frames the shell read from a port's interface (before the checks).
+    pub cnm_read_interface: u64,
+    /// CNMs for a port's interface the shell could not write (full queue, failed socket).
+    pub cnm_send_errors: u64,
     /// GROUP_MOD messages sent.
     pub group_mods_sent: u64,
     /// OFPT_ERROR replies to GROUP_MODs.
@@ -353,6 +370,10 @@ pub struct Session {
     next_tick_ns: u64,
     counters: SessionCounters,
     plan_changed: bool,
+    /// Ports on which the shell sends CNMs itself ([`set_cnm_interfaces`](Self::set_cnm_interfaces)).
+    cnm_interfaces: BTreeSet<PortNo>,
+    /// CNM frames for those ports, oldest first, until the shell takes them.
+    port_frames: Vec<(PortNo, Vec<u8>)>,
     /// When a refused GROUP_MOD last triggered a plan read.
     last_refusal_read_ns: Option<u64>,
     /// Arrival of the CNM each GROUP_MOD handed out since the last
@@ -392,6 +413,8 @@ impl Session {
             next_tick_ns: 0,
             counters: SessionCounters::default(),
             plan_changed: false,
+            cnm_interfaces: BTreeSet::new(),
+            port_frames: Vec::new(),
             last_refusal_read_ns: None,
             cnm_reactions: VecDeque::new(),
             barriers: VecDeque::new(),
@@ -849,7 +872,25 @@ impl Session {
     }
 
     fn on_packet_in(&mut self, pi: &PacketIn, now_ns: u64) {
-        let why = match check_cnm(self.core.plan(), pi) {
+        let checked = check_cnm(self.core.plan(), pi);
+        self.on_checked_cnm(checked, pi.in_port(), now_ns);
+    }
+
+    /// A frame the shell read from port `port`'s interface (the plan drops CNMs there at
+    /// classify, [`LearnedPlan::cnm_interface_ports`]): handled as a CNM packet-in from `port`.
+    pub fn on_interface_frame(&mut self, port: PortNo, data: &[u8], now_ns: u64) {
+        self.counters.cnm_read_interface += 1;
+        let checked = check_cnm_frame(self.core.plan(), Some(port), data, data.len());
+        self.on_checked_cnm(checked, Some(port), now_ns);
+    }
+
+    fn on_checked_cnm(
+        &mut self,
+        checked: Result<(PortNo, FrameInfo, Cnm), DropReason>,
+        in_port: Option<PortNo>,
+        now_ns: u64,
+    ) {
+        let why = match checked {
             Ok((port, info, mut cnm)) => {
                 let received = ReceivedCnm {
                     port,
@@ -869,7 +910,7 @@ impl Session {
                         cnm.reserved = relays;
                         let frame = cnm.to_frame(info.dst, info.src, info.vlan).to_vec();
                         tracing::trace!(in_port = port, relays, src = %info.dst, "CNM relayed");
-                        self.packet_out_to_pipeline(frame);
+                        self.cnm_to_fabric(frame, info.dst);
                         return;
                     }
                     CnmFate::RelayBudgetSpent => DropReason::RelayBudgetSpent,
@@ -879,7 +920,42 @@ impl Session {
         };
         let n = self.counters.cnm_dropped.entry(why).or_insert(0);
         *n = n.saturating_add(1);
-        tracing::debug!(reason = why.label(), in_port = ?pi.in_port(), "packet-in dropped");
+        tracing::debug!(reason = why.label(), ?in_port, "CNM dropped");
+    }
+
+    /// Sends CNM `frame` for host `dst` towards it: on the transit route's port when the shell
+    /// sends there itself ([`set_cnm_interfaces`](Self::set_cnm_interfaces)), the frame leaving
+    /// as the pipeline would send it without the switch handling a PACKET_OUT; else into the
+    /// pipeline.
+    fn cnm_to_fabric(&mut self, frame: Vec<u8>, dst: MacAddr) {
+        let port = self
+            .core
+            .plan()
+            .and_then(|p| p.route_to(dst))
+            .filter(|p| self.cnm_interfaces.contains(p));
+        match port {
+            Some(port) => {
+                self.counters.cnm_sent_interface += 1;
+                self.port_frames.push((port, frame));
+            }
+            None => self.packet_out_to_pipeline(frame),
+        }
+    }
+
+    /// The ports on which the shell sends CNMs itself (a packet socket on the port's Linux
+    /// interface); the others get PACKET_OUTs.
+    pub fn set_cnm_interfaces(&mut self, ports: BTreeSet<PortNo>) {
+        self.cnm_interfaces = ports;
+    }
+
+    /// The shell could not write one of [`take_port_frames`](Self::take_port_frames)' CNMs.
+    pub fn on_cnm_send_failed(&mut self) {
+        self.counters.cnm_send_errors += 1;
+    }
+
+    /// The CNM frames to send on ports' interfaces (port, frame), oldest first.
+    pub fn take_port_frames(&mut self) -> Vec<(PortNo, Vec<u8>)> {
+        std::mem::take(&mut self.port_frames)
     }
 
     /// Sends `frame` into the switch's pipeline: PACKET_OUT, in_port = `cnm_inject_in_port`,
@@ -918,7 +994,7 @@ impl Session {
             culprit,
         };
         if self.core.on_congestion(&sample, now_ns) == CnmRoute::Fabric {
-            self.packet_out_to_pipeline(frame);
+            self.cnm_to_fabric(frame, culprit.src);
         }
     }
 

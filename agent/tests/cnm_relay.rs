@@ -26,7 +26,7 @@ use fabricflow_agent::SwitchCore;
 use fabricflow_controller::pipeline::{End, Packet, SelectMode, Walker};
 use fabricflow_controller::plan::{ethertype, DEFAULT_AGENT_CONTROLLER_ID};
 use fabricflow_controller::planner::desired_state;
-use fabricflow_controller::topology::Fabric;
+use fabricflow_controller::topology::{Fabric, Peer};
 use fabricflow_controller::{Plan, PlanOptions, TopologySpec};
 use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc};
 use fabricflow_proto::openflow::port::OFPP_CONTROLLER;
@@ -54,20 +54,26 @@ fn fabric(spec: &str) -> Fabric {
     spec.parse::<TopologySpec>().unwrap().build().unwrap()
 }
 
-fn cores(f: &Fabric, opts: &PlanOptions) -> Vec<SwitchCore> {
+/// Every switch's plan as its agent learns it from the switch.
+fn learned(f: &Fabric, opts: &PlanOptions) -> Vec<LearnedPlan> {
     let desired = desired_state(f, opts, &BTreeSet::new()).unwrap();
     f.switches()
         .iter()
         .map(|sw| {
-            let mut c = SwitchCore::new(PolicyConfig::default(), WeightsConfig::default()).unwrap();
             let d = &desired[&sw.dpid];
             let groups: Vec<GroupDesc> = d.groups.iter().map(GroupDesc::from).collect();
             let flows: Vec<FlowStats> = d.flows.iter().map(FlowStats::from).collect();
-            c.learn(
-                LearnedPlan::learn(&PlanConventions::default(), &groups, &flows),
-                0,
-                0,
-            );
+            LearnedPlan::learn(&PlanConventions::default(), &groups, &flows)
+        })
+        .collect()
+}
+
+fn cores(f: &Fabric, opts: &PlanOptions) -> Vec<SwitchCore> {
+    learned(f, opts)
+        .into_iter()
+        .map(|plan| {
+            let mut c = SwitchCore::new(PolicyConfig::default(), WeightsConfig::default()).unwrap();
+            c.learn(plan, 0, 0);
             c
         })
         .collect()
@@ -325,4 +331,83 @@ hosts:
         }
     }
     assert!(relayed > 0);
+}
+
+/// CNMs through the ports' interfaces (controller `cnm_to_agent = "interface"`, agent
+/// `runtime.cnm_out = "interface"`): the port the agent writes a CNM on ([`LearnedPlan::route_to`])
+/// is the port the pipeline sends an injected CNM out of, and where the packet-in plan hands a
+/// CNM to the agent, the interface plan drops it at a port the agent reads
+/// ([`LearnedPlan::cnm_interface_ports`], the same ports as the packet-in plan's `cnm_ports`).
+#[test]
+fn cnms_through_interfaces_leave_by_the_pipelines_port_and_are_read_where_packet_ins_were() {
+    use fabricflow_controller::plan::CnmToAgent;
+    let cp_mac = MacAddr([2, 0xff, 0, 0, 0, 1]);
+    let none = BTreeSet::new();
+    for spec in [
+        "dragonfly:p=1,a=2,h=3",
+        "dragonfly:p=2,a=4,h=2",
+        "fattree:k=4,n=2",
+        "fattree:k=2,n=3",
+        "torus:k=4,n=2,p=1",
+    ] {
+        let f = fabric(spec);
+        let packet_in = PlanOptions::default();
+        let interface = PlanOptions {
+            cnm_to_agent: CnmToAgent::Interface,
+            ..PlanOptions::default()
+        };
+        let (pi, ifc) = (learned(&f, &packet_in), learned(&f, &interface));
+        for (x, (a, b)) in pi.iter().zip(&ifc).enumerate() {
+            assert!(a.cnm_interface_ports.is_empty(), "{spec} {x}");
+            assert!(!b.cnm_interface_ports.is_empty(), "{spec} {x}");
+            assert_eq!(b.cnm_interface_ports, a.cnm_ports, "{spec} {x}");
+            assert!(b.cnm_ports.is_empty(), "{spec} {x}");
+            assert!(b.same_structure(b) && !a.same_structure(b), "{spec} {x}");
+        }
+        let pi_plan = Plan::build(&f, &packet_in).unwrap();
+        let if_plan = Plan::build(&f, &interface).unwrap();
+        let (pi_walk, if_walk) = (
+            Walker::new(&f, &pi_plan, &none),
+            Walker::new(&f, &if_plan, &none),
+        );
+        let mut checked = 0;
+        for x in 0..f.switches().len() {
+            for host in f.hosts().iter().filter(|h| h.switch != x) {
+                let cnm = Packet::ethernet(cp_mac, host.location.mac(), ethertype::CNM);
+                let out = ifc[x].route_to(host.location.mac());
+                assert!(out.is_some_and(|p| ifc[x].is_fabric_port(p)), "{spec} {x}");
+                for t in pi_walk
+                    .walk_from(x, OFPP_CONTROLLER, cnm.clone(), SelectMode::EveryBucket)
+                    .unwrap()
+                {
+                    assert_eq!(Some(t.hops[0].out_port), out, "{spec} {x}: {t:?}");
+                }
+                for t in if_walk
+                    .walk_from(x, OFPP_CONTROLLER, cnm, SelectMode::EveryBucket)
+                    .unwrap()
+                {
+                    let End::Dropped { switch: y, .. } = t.end else {
+                        panic!("{spec}: a CNM from {x} was not dropped for the agent: {t:?}");
+                    };
+                    assert_ne!(y, x);
+                    // The trace ends at the last switch that forwarded it: y's arrival port is
+                    // the far end of that hop's output.
+                    let last = t.hops.last().unwrap();
+                    let peer = f.switches()[last.switch]
+                        .ports
+                        .iter()
+                        .find(|p| p.no == last.out_port)
+                        .map(|p| p.peer);
+                    let Some(Peer::Switch { switch, port }) = peer else {
+                        panic!("{spec}: {t:?} does not end on a link");
+                    };
+                    assert_eq!(switch, y);
+                    assert!(ifc[y].cnm_interface_ports.contains(&port), "{spec}: {t:?}");
+                    assert!(ifc[y].takes_cnm_from(port));
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 0);
+    }
 }

@@ -265,6 +265,11 @@ pub struct Config {
     /// `policy.kind = "static"`). Default false.
     #[serde(default)]
     pub cnm_to_hosts: bool,
+    /// How a CNM from a fabric port reaches the agent: `"packet-in"` (default, any switch) or
+    /// `"interface"` (dropped by the switch, read by the agent from the port's Linux interface;
+    /// Open vSwitch with the agent on the same host).
+    #[serde(default)]
+    pub cnm_to_agent: crate::plan::CnmToAgent,
 }
 
 fn default_p_minimal() -> f64 {
@@ -341,6 +346,7 @@ impl Config {
             lossless_vlan: None,
             multipath_alternatives: None,
             cnm_to_hosts: false,
+            cnm_to_agent: crate::plan::CnmToAgent::PacketIn,
         })
     }
 

@@ -25,7 +25,7 @@ use fabricflow_controller::bound::{self, DemandModel, LinkRates, Routing};
 use fabricflow_controller::config::{Config, LogFormat};
 use fabricflow_controller::desired::fixture::LineFixture;
 use fabricflow_controller::desired::PlanSource;
-use fabricflow_controller::plan::{Lossless, SwitchPlan};
+use fabricflow_controller::plan::{CnmToAgent, Lossless, SwitchPlan};
 use fabricflow_controller::planner::FabricPlanner;
 use fabricflow_controller::service::Controller;
 use fabricflow_controller::traffic::Pattern;
@@ -346,6 +346,7 @@ fn plan_source(cfg: &Config) -> anyhow::Result<Arc<dyn PlanSource>> {
             }
         }),
         cnm_to_hosts: cfg.cnm_to_hosts,
+        cnm_to_agent: cfg.cnm_to_agent,
         ..Default::default()
     };
     Ok(Arc::new(
@@ -415,6 +416,10 @@ struct PlanArgs {
     /// CC baseline: the hosts throttle).
     #[arg(long)]
     cnm_to_hosts: bool,
+    /// How a CNM from a fabric port reaches the agent: packet-in, or interface (dropped by the
+    /// switch; the agent reads the port's Linux interface).
+    #[arg(long, value_enum, default_value_t = CnmToAgent::PacketIn)]
+    cnm_to_agent: CnmToAgent,
     /// Write the groups of --switch here (ofctl format).
     #[arg(long, requires_all = ["switch", "flows_out"])]
     groups_out: Option<PathBuf>,
@@ -844,6 +849,7 @@ fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
         multipath,
         multipath_cap,
         cnm_to_hosts,
+        cnm_to_agent,
         groups_out,
         flows_out,
     } = args;
@@ -865,6 +871,7 @@ fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
             },
         ),
         cnm_to_hosts,
+        cnm_to_agent,
         ..Default::default()
     };
     let plan = Plan::build(&fabric, &opts)?;

@@ -660,7 +660,7 @@ const PACKET_IGNORE_OUTGOING: i32 = 23;
 /// Sets `PACKET_IGNORE_OUTGOING` on packet socket `fd`: the kernel skips the socket when the
 /// device transmits, before it clones the frame. Neither nix nor socket2 names the option.
 #[allow(unsafe_code)]
-fn ignore_outgoing(fd: &OwnedFd) -> std::io::Result<()> {
+pub(crate) fn ignore_outgoing(fd: &OwnedFd) -> std::io::Result<()> {
     use nix::libc;
     let on: libc::c_int = 1;
     let len = libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>())

@@ -4,6 +4,7 @@
 //! HTTP server. Nothing here decides
 //! anything; the pure core does.
 
+pub mod cnm_io;
 pub mod emulated_cp;
 pub mod http;
 pub mod port_stats;

@@ -12,12 +12,14 @@ use fabricflow_proto::openflow::port::OFPP_CONTROLLER;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
+use super::cnm_io::{CnmInterfaces, InterfaceFrame};
 use super::emulated_cp::{self, CpHandle, GeneratedCnm};
 use super::port_stats::{self, StallHandle, WatchedPort};
 use super::{now_ns, publish, Registry};
-use crate::config::{AgentConfig, SwitchConfig};
+use crate::config::{AgentConfig, CnmOut, SwitchConfig};
 use crate::latency::LatencyHistogram;
 use crate::session::{Session, SessionConfig};
+use crate::PortNo;
 
 /// The session settings of `cfg.runtime` and `cfg.link` for switch `sw`.
 pub fn session_config(cfg: &AgentConfig, sw: &SwitchConfig) -> SessionConfig {
@@ -93,10 +95,18 @@ pub async fn run_switch(
     let min = Duration::from_micros(cfg.runtime.reconnect_min_us);
     let max = Duration::from_micros(cfg.runtime.reconnect_max_us);
     let mut backoff = min;
-    let (cnm_tx, mut cnm_rx) = mpsc::channel::<GeneratedCnm>(1024);
-    let mut cp: Option<CpHandle> = None;
-    let mut stall: Option<StallHandle> = None;
-    let mut reaction = LatencyHistogram::default();
+    let (cnm_tx, cnm_rx) = mpsc::channel::<GeneratedCnm>(1024);
+    let (iface_tx, iface_rx) = mpsc::channel::<InterfaceFrame>(1024);
+    let mut io = SwitchIo {
+        cnm_tx,
+        cnm_rx,
+        iface_tx,
+        iface_rx,
+        cp: None,
+        cnm_io: None,
+        stall: None,
+        reaction: LatencyHistogram::default(),
+    };
     loop {
         if *stop.borrow() {
             break;
@@ -105,27 +115,14 @@ pub async fn run_switch(
             Ok(s) => {
                 tracing::info!(switch = %name, target = %target_text, "connected");
                 backoff = min;
-                serve(
-                    s,
-                    &name,
-                    &cfg,
-                    &mut session,
-                    &reg,
-                    &mut stop,
-                    &cnm_tx,
-                    &mut cnm_rx,
-                    &mut cp,
-                    &mut stall,
-                    &mut reaction,
-                )
-                .await
+                serve(s, &name, &cfg, &mut session, &reg, &mut stop, &mut io).await
             }
             Err(e) => Err(anyhow::Error::from(e)),
         };
         session.on_disconnected();
         publish(&reg, &name, |v| {
             v.session = session.status();
-            v.cnm_to_group_mod = reaction;
+            v.cnm_to_group_mod = io.reaction;
         });
         if let Err(e) = result {
             tracing::warn!(switch = %name, error = %e, retry_in = ?backoff, "switch connection failed");
@@ -138,16 +135,29 @@ pub async fn run_switch(
         }
         backoff = backoff.saturating_mul(2).min(max);
     }
-    if let Some(h) = cp.take() {
+    if let Some(h) = io.cp.take() {
         h.stop();
     }
-    if let Some(h) = stall.take() {
+    if let Some(h) = io.stall.take() {
         h.stop();
     }
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What a switch task keeps across connections besides its session: the emulated CP and the
+/// channel its CNMs come by, the CNM sockets and the channel of what they read, the stall
+/// counters, and the CNM → GROUP_MOD latencies.
+struct SwitchIo {
+    cnm_tx: mpsc::Sender<GeneratedCnm>,
+    cnm_rx: mpsc::Receiver<GeneratedCnm>,
+    iface_tx: mpsc::Sender<InterfaceFrame>,
+    iface_rx: mpsc::Receiver<InterfaceFrame>,
+    cp: Option<CpHandle>,
+    cnm_io: Option<CnmInterfaces>,
+    stall: Option<StallHandle>,
+    reaction: LatencyHistogram,
+}
+
 async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     stream: S,
     name: &str,
@@ -155,11 +165,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     session: &mut Session,
     reg: &Registry,
     stop: &mut watch::Receiver<bool>,
-    cnm_tx: &mpsc::Sender<GeneratedCnm>,
-    cnm_rx: &mut mpsc::Receiver<GeneratedCnm>,
-    cp: &mut Option<CpHandle>,
-    stall: &mut Option<StallHandle>,
-    reaction: &mut LatencyHistogram,
+    io: &mut SwitchIo,
 ) -> anyhow::Result<()> {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut buf = vec![0u8; 1 << 16];
@@ -177,8 +183,13 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             let written = now_ns();
             for cnm_ns in session.take_cnm_reactions() {
                 let ns = written.saturating_sub(cnm_ns);
-                reaction.observe_ns(ns);
+                io.reaction.observe_ns(ns);
                 tracing::trace!(cnm_ns, written_ns = written, ns, "CNM → GROUP_MOD written");
+            }
+        }
+        for (port, frame) in session.take_port_frames() {
+            if !io.cnm_io.as_mut().is_some_and(|c| c.send(port, &frame)) {
+                session.on_cnm_send_failed();
             }
         }
         // What the channel queued before closing (HELLO_FAILED) went out above.
@@ -190,16 +201,21 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             };
         }
         if session.take_plan_changed() {
-            reconfigure_cp(name, cfg, session, reg, cnm_tx, cp);
-            reconfigure_stall(name, cfg, session, stall);
+            reconfigure_cp(name, cfg, session, reg, &io.cnm_tx, &mut io.cp);
+            reconfigure_cnm_io(name, cfg, session, &io.iface_tx, &mut io.cnm_io);
+            reconfigure_stall(name, cfg, session, &mut io.stall);
         }
         let now = now_ns();
         if now.saturating_sub(last_publish) >= 10_000_000 {
             last_publish = now;
             let st = session.status();
-            let cps = cp.as_ref().map(CpHandle::status);
-            let stalls = stall.as_ref().map(StallHandle::status).unwrap_or_default();
-            let reaction = *reaction;
+            let cps = io.cp.as_ref().map(CpHandle::status);
+            let stalls = io
+                .stall
+                .as_ref()
+                .map(StallHandle::status)
+                .unwrap_or_default();
+            let reaction = io.reaction;
             publish(reg, name, |v| {
                 v.session = st;
                 v.emulated_cp = cps;
@@ -222,13 +238,20 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             _ = tokio::time::sleep_until(super::instant_of(deadline).into()) => {
                 session.on_timer(now_ns());
             }
-            Some(c) = cnm_rx.recv() => {
+            Some(c) = io.cnm_rx.recv() => {
                 let now = now_ns();
                 session.inject_cnm(c.frame, c.port, c.culprit, c.qntz_fb, now);
                 // The sampling thread hands over a batch's CNMs together: their PACKET_OUTs
                 // leave in one write, which ovs-vswitchd reads in one pass of its main loop.
-                while let Ok(c) = cnm_rx.try_recv() {
+                while let Ok(c) = io.cnm_rx.try_recv() {
                     session.inject_cnm(c.frame, c.port, c.culprit, c.qntz_fb, now);
+                }
+            }
+            Some(f) = io.iface_rx.recv() => {
+                let now = now_ns();
+                session.on_interface_frame(f.port, &f.frame, now);
+                while let Ok(f) = io.iface_rx.try_recv() {
+                    session.on_interface_frame(f.port, &f.frame, now);
                 }
             }
             _ = stop.changed() => return Ok(()),
@@ -289,6 +312,64 @@ fn reconfigure_stall(
     match port_stats::spawn(ports, period, Duration::from_micros(c.interval_us)) {
         Ok(h) => *stall = Some(h),
         Err(e) => tracing::warn!(switch = %name, error = %e, "port-stall counters off"),
+    }
+}
+
+/// (Re)opens the CNM sockets ([`super::cnm_io`]): for sending on every fabric port that is a
+/// local Linux interface (with `runtime.cnm_out = "interface"`), for reading on every port
+/// whose CNMs the plan drops at classify.
+fn reconfigure_cnm_io(
+    name: &str,
+    cfg: &AgentConfig,
+    session: &mut Session,
+    tx: &mpsc::Sender<InterfaceFrame>,
+    cnm_io: &mut Option<CnmInterfaces>,
+) {
+    *cnm_io = None;
+    session.set_cnm_interfaces(std::collections::BTreeSet::new());
+    let Some(plan) = session.plan().filter(|p| p.is_installed()) else {
+        return;
+    };
+    let ifindex = |p: &PortNo| {
+        session
+            .ports()
+            .get(p)
+            .and_then(|info| nix::net::if_::if_nametoindex(info.name.as_str()).ok())
+            .map(|i| (*p, i))
+    };
+    let send: Vec<(PortNo, u32)> = if cfg.runtime.cnm_out == CnmOut::Interface {
+        plan.fabric_ports
+            .union(&plan.cnm_interface_ports)
+            .filter_map(ifindex)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let recv: Vec<(PortNo, u32)> = plan
+        .cnm_interface_ports
+        .iter()
+        .filter_map(ifindex)
+        .collect();
+    if recv.len() < plan.cnm_interface_ports.len() {
+        let unread: Vec<_> = plan
+            .cnm_interface_ports
+            .iter()
+            .filter(|p| !recv.iter().any(|(r, _)| r == *p))
+            .collect();
+        tracing::warn!(switch = %name, ?unread, "the plan drops CNMs on ports that are no local interface: they are lost (controller cnm_to_agent = \"packet-in\" delivers them)");
+    }
+    if send.is_empty() && recv.is_empty() {
+        return;
+    }
+    match CnmInterfaces::open(&send, &recv, tx) {
+        Ok(io) => {
+            tracing::info!(switch = %name, send = ?io.send_ports(), read = ?recv.iter().map(|(p, _)| p).collect::<Vec<_>>(), "CNMs through the ports' interfaces");
+            session.set_cnm_interfaces(io.send_ports());
+            *cnm_io = Some(io);
+        }
+        Err(e) => {
+            tracing::warn!(switch = %name, error = %e, "CNM sockets not opened: CNMs by OpenFlow");
+        }
     }
 }
 

@@ -874,3 +874,65 @@ fn a_relay_uses_the_configured_in_port_and_a_spent_budget_is_a_counted_drop() {
     assert_eq!(s.counters().cnm_relayed, 1);
     assert_eq!(s.counters().cnm_received, 0);
 }
+
+#[test]
+fn with_cnm_interfaces_a_relay_and_a_generated_cnm_leave_by_the_route_port_not_packet_out() {
+    let (mut s, _) = connect_with(session(), vec![], top_switch_flows());
+    drain(&mut s);
+    s.set_cnm_interfaces([1, 2].into());
+    // A CNM read from port 2's interface for a host of group 0: relayed on port 1, the transit
+    // route to group 0, by the shell; nothing for the switch.
+    let arriving = relayed_cnm_frame("02:00:00:00:00:01", "02:00:00:07:00:01", 0, false);
+    s.on_interface_frame(2, &arriving, 2 * MS);
+    assert!(packet_outs(&drain(&mut s)).is_empty());
+    let frames = s.take_port_frames();
+    let expected = relayed_cnm_frame("02:00:00:00:00:01", "02:00:00:07:00:01", 1, false);
+    assert_eq!(frames, vec![(1, expected)]);
+    assert!(s.take_port_frames().is_empty(), "taken once");
+    let c = s.counters();
+    assert_eq!((c.cnm_read_interface, c.cnm_sent_interface), (1, 1));
+    assert_eq!(c.cnm_relayed, 1);
+    // From a port the plan takes no CNM from, or not a CNM: counted and dropped.
+    s.on_interface_frame(9, &arriving, 3 * MS);
+    s.on_interface_frame(2, &arriving[..20], 3 * MS);
+    let c = s.counters();
+    assert_eq!(c.cnm_dropped.get(&DropReason::NotFabricPort), Some(&1));
+    assert_eq!(c.cnm_dropped.get(&DropReason::Malformed), Some(&1));
+    assert_eq!(c.cnm_read_interface, 3);
+    // A destination without a transit route, or a route port the shell does not send on:
+    // the pipeline.
+    s.set_cnm_interfaces([2].into());
+    s.on_interface_frame(2, &arriving, 4 * MS);
+    assert_eq!(packet_outs(&drain(&mut s)).len(), 1);
+    assert!(s.take_port_frames().is_empty());
+}
+
+#[test]
+fn with_cnm_interfaces_a_generated_cnm_follows_the_transit_route_or_falls_back() {
+    let (mut s, _) = running(plan_groups());
+    drain(&mut s);
+    s.set_cnm_interfaces([3, 4, 5].into());
+    // A culprit of group 7: the transit table routes group 7 to port 5.
+    let to_group7 = cnm_frame_to("02:00:00:07:00:09", 40);
+    s.inject_cnm(
+        to_group7.clone(),
+        4,
+        culprit("02:00:00:07:00:09", "02:00:00:01:00:01"),
+        40,
+        2 * MS,
+    );
+    assert!(packet_outs(&drain(&mut s)).is_empty());
+    assert_eq!(s.take_port_frames(), vec![(5, to_group7)]);
+    // Group 1 has no transit rule on this switch: into the pipeline.
+    s.inject_cnm(
+        cnm_frame(40),
+        4,
+        culprit("02:00:00:01:00:01", "02:00:00:07:00:01"),
+        40,
+        3 * MS,
+    );
+    assert_eq!(packet_outs(&drain(&mut s)).len(), 1);
+    assert!(s.take_port_frames().is_empty());
+    assert_eq!(s.counters().cnm_sent_interface, 1);
+    assert_eq!(s.counters().cnm_generated, 2);
+}

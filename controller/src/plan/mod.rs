@@ -6,7 +6,9 @@
 //!   [`PlanOptions::cnm_to_hosts`] (the InfiniBand CC baseline, BECN to the source adapter) a CNM
 //!   from a fabric port goes to table 2 instead: the fabric forwards it by its destination MAC —
 //!   the culprit's source host — like data, and the host's edge switch delivers it out of the
-//!   host's port, where the host's throttler (`fabricflow-agent throttle`) reacts.
+//!   host's port, where the host's throttler (`fabricflow-agent throttle`) reacts. With
+//!   [`CnmToAgent::Interface`] a CNM from a fabric port is dropped: the agent reads it from the
+//!   port's interface, and the switch's forwarding thread does no upcall for it.
 //! - LLDP → `output:CONTROLLER` (controller id 0, so the agent's connection does not get it).
 //! - ARP requests from a host for an address in the fabric's /8 → an **edge responder** that
 //!   turns the request into the reply and sends it back out of `IN_PORT`. Because the low 24
@@ -139,6 +141,31 @@ pub struct PlanOptions {
     /// CNMs from fabric ports are forwarded to the culprit's host (table 2) instead of the
     /// agent: the hosts are the reaction points (InfiniBand CC baseline).
     pub cnm_to_hosts: bool,
+    /// How a CNM from a fabric port reaches the switch's agent (without `cnm_to_hosts`).
+    pub cnm_to_agent: CnmToAgent,
+}
+
+/// How the classify table hands a CNM arriving on a fabric port to the switch's agent.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum CnmToAgent {
+    /// A packet-in to the agent's connection (Nicira `controller(id=AGENT)`): any switch.
+    #[default]
+    PacketIn,
+    /// Dropped at classify: the agent reads it from the port's Linux interface (a packet socket
+    /// for EtherType 0x22E7). For switches whose ports are local interfaces (Open vSwitch), where
+    /// a packet-in costs an upcall in the thread that forwards every packet.
+    Interface,
 }
 
 impl Default for PlanOptions {
@@ -154,6 +181,7 @@ impl Default for PlanOptions {
             failed: BTreeSet::new(),
             multipath: None,
             cnm_to_hosts: false,
+            cnm_to_agent: CnmToAgent::PacketIn,
         }
     }
 }
@@ -709,7 +737,7 @@ impl<'a> Planner<'a> {
             };
             let ins = if p.role.is_fabric() && self.opts.cnm_to_hosts {
                 Instructions::goto(Vec::new(), TABLE_TRANSIT)
-            } else if p.role.is_fabric() {
+            } else if p.role.is_fabric() && self.opts.cnm_to_agent == CnmToAgent::PacketIn {
                 Instructions::apply(vec![Action::NxController {
                     id: self.opts.agent_controller_id,
                 }])
