@@ -80,6 +80,22 @@ def parse_iperf(path):
     return samples, doc.get("error")
 
 
+def client_retransmits(server_path):
+    """TCP retransmissions iperf3's client counted over its flow (``end.sum_sent.retransmits``
+    of the client JSON beside the receiver's `server_path`, as traffic.run_iperf names them);
+    None if the client wrote no usable report. Loss at a queue and reordering by a path change
+    both show here: three duplicate ACKs are a retransmission to the sender."""
+    path = str(server_path).replace(".server.json", ".client.json")
+    try:
+        with open(path) as f:
+            doc = json.loads(f.read() or "{}")
+    except (OSError, json.JSONDecodeError):
+        return None
+    sent = doc.get("end", {}).get("sum_sent", {}) if isinstance(doc, dict) else {}
+    r = sent.get("retransmits")
+    return int(r) if isinstance(r, (int, float)) else None
+
+
 def jain(xs):
     xs = [x for x in xs if x is not None]
     if not xs or sum(xs) == 0:

@@ -58,6 +58,9 @@ class RunResult:
     # FabricNet.throttle_totals(): the hosts' throttlers (CNMs charged, IRD raises/lowers,
     # highest IRD, rate writes); None without throttlers.
     throttle: dict | None = None
+    # TCP retransmissions summed over the flows' senders (measure.client_retransmits); None if
+    # no client reported them.
+    tcp_retransmits: int | None = None
 
     def stats(self):
         """Flow statistics and how they compare with the optimum (any routing, maximum
@@ -77,6 +80,7 @@ class RunResult:
                     cnms_generated=self.cnms_generated, group_modifies=self.group_modifies,
                     ovs_send_error_lines=self.ovs_send_error_lines, cpu_percent=self.cpu_percent,
                     port_stats=self.port_stats, throttle=self.throttle,
+                    tcp_retransmits=self.tcp_retransmits,
                     per_flow_mbps={k: round(v, 4) for k, v in self.per_flow_mbps.items()})
 
 
@@ -96,6 +100,11 @@ class ModeResult:
         names = {k for r in self.runs for k in r.cpu_percent}
         return {k: round(statistics.median(r.cpu_percent[k] for r in self.runs
                                            if k in r.cpu_percent), 1) for k in sorted(names)}
+
+    def retransmit_median(self):
+        """Median over the repeats of the runs' TCP retransmissions (None if none reported)."""
+        vals = [r.tcp_retransmits for r in self.runs if r.tcp_retransmits is not None]
+        return statistics.median(vals) if vals else None
 
     def settings(self):
         """The mode's definition and, from its first run, the configs in force."""
@@ -117,6 +126,7 @@ class ModeResult:
             "group0_p_median": r0.group0_p_median,
             "settings": self.settings(),
             "cpu_percent": self.cpu_medians(),
+            "tcp_retransmits": self.retransmit_median(),
         })
         return out
 

@@ -126,6 +126,11 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
             # duration.
             vals = steady(samples, args) or [v for _, v in samples]
             per_flow[label] = statistics.mean(vals) if vals else 0.0
+        retrans = [measure.client_retransmits(path) for path in files.values()]
+        retrans = sum(r for r in retrans if r is not None) if any(
+            r is not None for r in retrans) else None
+        if retrans is not None:
+            print(f"   TCP retransmissions (all senders): {retrans}", flush=True)
         sw_rates = sampler.rates_mbps()
         p_series = sampler.p_series()
     port_stats = port_report(ps_csv, outdir / f"{mode.name}-r{rep}-report", ps_sampler)
@@ -164,7 +169,7 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
                          for (sw, port), v in _p_window(p_series, args, group0).items()},
         csv=str(csv_path), p_csv=str(p_csv) if p_csv else None, settings=settings,
         cpu_percent=cpu_percent, bound=bound, ceiling_routing=mode.ceiling(),
-        port_stats=port_stats, throttle=throttle)
+        port_stats=port_stats, throttle=throttle, tcp_retransmits=retrans)
 
 
 def port_report(csv_path, report_dir, sampler, top=5):
