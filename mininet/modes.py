@@ -110,6 +110,13 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with the emulated CP sampling but unable to fire (Qeq 5 GB)",
          program="controller", agent_variant="combined",
          agent={"link.buffer_bytes": 10_000_000_000}),
+    # CNMs generated and charged, P moving, but no weight ever written (the write interval's
+    # floor 1000 s): what the writes themselves cost (OVS revalidation, live flows re-hashed
+    # onto other buckets) against qcnsw-combined.
+    Mode("qcnsw-combined-nowrites",
+         "qcnsw-combined with no weight write (weights.min_update_interval_floor_us = 1e9)",
+         program="controller", agent_variant="combined",
+         agent={"weights.min_update_interval_floor_us": 1_000_000_000}),
     # CNMs by OpenFlow, as on a switch whose ports are not the agent's Linux interfaces: the
     # emulated CP's CNMs injected by PACKET_OUT, CNMs from fabric ports delivered by packet-in
     # (the harness's controller drops them for the agent to read from the veths).
