@@ -28,8 +28,8 @@ What must hold, asserted:
 - full sync within SYNC_BOUND_S of each fault.
 
 The agent's weights are made deterministic first: its emulated congestion point is off, its
-idle timer and byte counter are out of reach, and the test injects CNMs (PACKET_OUT through the
-pipeline on a fabric port of one group-2 switch, as a congested neighbour's CNM would arrive), so
+idle timer and byte counter are out of reach, and the test injects CNMs (written on the far end
+of a fabric port of one group-2 switch, as a congested neighbour's CNM arrives), so
 two decision points carry weights the agent set (P < 100) and nothing else moves them.
 
 The table of faults x loss is printed at the end (and written to $FF_CHAOS_TABLE if set); it is
@@ -532,6 +532,17 @@ def vswitchd_pid():
         return None
 
 
+def send_on_far_end(br, port, frame):
+    """Writes `frame` on the veth peer of `br`'s OpenFlow port `port`: it arrives on that port
+    as a frame from the neighbour does."""
+    out = sh(OFCTL + ["dump-ports-desc", br]).stdout
+    name = re.search(rf"^\s*{port}\(([^)]+)\):", out, re.M)[1]
+    peer = int(Path(f"/sys/class/net/{name}/iflink").read_text())
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
+        s.bind((socket.if_indextoname(peer), 0))
+        s.send(frame)
+
+
 def vswitchd_up():
     return vswitchd_pid() is not None and sh(
         ["ovs-vsctl", "--timeout=2", "show"], check=False).returncode == 0
@@ -548,9 +559,11 @@ class ChaosTests(FabricTestCase):
         return [s.name for s in fn.net.switches]
 
     def inject_cnms(self, fn, sw_name, dst_groups, count=3):
-        """CNMs (QntzFb 63) as a neighbour would send them, into `sw_name`'s pipeline on one of
-        its fabric ports, about culprits in `dst_groups`: the agent cuts P of the decision points
-        towards those groups. Returns the decision groups' ids."""
+        """CNMs (QntzFb 63) as a neighbour sends them: written on the far end of one of
+        `sw_name`'s fabric ports, so they arrive there (OVS drops them at classify, the agent
+        reads them from the port's veth: the harness's cnm_to_agent = "interface"), about
+        culprits in `dst_groups`: the agent cuts P of the decision points towards those groups.
+        Returns the decision groups' ids."""
         fab = fn.fabric
         br = fab.sw_short[sw_name]
         port = next(lk["a_port"] if lk["a"] == sw_name else lk["b_port"] for lk in fab.links
@@ -569,8 +582,7 @@ class ChaosTests(FabricTestCase):
                      + bytes(2))                                         # MSDU length 0
             frame += bytes(max(0, 60 - len(frame)))
             for _ in range(count):
-                sh(OFCTL + ["packet-out", br, f"in_port={port} packet={frame.hex()} "
-                            f"actions=table"])
+                send_on_far_end(br, port, frame)
         return br
 
     def settle_weights(self, fn, br, before):
