@@ -205,7 +205,7 @@ pub struct SessionCounters {
     /// CNMs accepted that this switch cannot charge (no decision point chose the culprit's
     /// route here), relayed towards the culprit's source.
     pub cnm_relayed: u64,
-    /// Packet-ins dropped, by reason.
+    /// CNM packet-ins and frames read from interfaces that were dropped, by reason.
     pub cnm_dropped: BTreeMap<DropReason, u64>,
     /// CNMs the emulated CP generated and injected.
     pub cnm_generated: u64,
