@@ -124,6 +124,13 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with CNMs by PACKET_OUT and packet-in instead of the ports' interfaces",
          program="controller", agent_variant="combined",
          controller={"cnm_to_agent": "packet-in"}, agent={"runtime.cnm_out": "pipeline"}),
+    # Decision points in the weighted layout (one bucket per choice, the split in its weight):
+    # Open vSwitch rebuilds its dp_hash table from the weights on every write and moves flows
+    # no change asked for (mininet/README.md "Weight writes move live flows").
+    Mode("qcnsw-combined-weighted",
+         "qcnsw-combined with weighted SELECT buckets instead of slot buckets",
+         program="controller", agent_variant="combined",
+         controller={"select_layout": "weights"}),
     # The same with the tap on the port's own interface (transmitted frames, cloned by the
     # kernel for the tap) instead of the veth link's far end (the shipped `auto`).
     Mode("qcnsw-combined-cpidle-egress",

@@ -137,8 +137,23 @@ def snapshot(bridges):
     return snap
 
 
+SLOTS = 256
+
+
 def structure(groups):
-    return {g: (ty, tuple(b for b, _ in bs)) for g, (ty, bs) in (groups or {}).items()}
+    """What the controller owns of each group: its buckets without weights; for a group in the
+    slotted layout (proto/src/select_slots.rs) its catalog (weight-0 buckets) and its slot count,
+    asserting that every slot copies a catalog bucket (which one is the agent's choice)."""
+    out = {}
+    for g, (ty, bs) in (groups or {}).items():
+        catalog = tuple(b for b, w in bs[:-SLOTS] if w == 0) if len(bs) > SLOTS else ()
+        if catalog and len(catalog) == len(bs) - SLOTS:
+            slots = [b for b, _ in bs[-SLOTS:]]
+            assert all(b in catalog for b in slots), f"group {g}: a slot copies no catalog bucket"
+            out[g] = (ty, catalog, len(slots))
+        else:
+            out[g] = (ty, tuple(b for b, _ in bs))
+    return out
 
 
 def diff_snap(want, have):

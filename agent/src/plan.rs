@@ -23,9 +23,10 @@ use fabricflow_proto::conventions;
 use fabricflow_proto::openflow::action::Action;
 use fabricflow_proto::openflow::group::{Bucket, GroupType};
 use fabricflow_proto::openflow::instruction::Instruction;
-use fabricflow_proto::openflow::multipart::{FlowStats, GroupDesc};
+use fabricflow_proto::openflow::multipart::{BucketCounter, FlowStats, GroupDesc};
 use fabricflow_proto::openflow::oxm::OxmField;
 use fabricflow_proto::openflow::port::OFPP_MAX;
+use fabricflow_proto::select_slots::{SlotError, SlotGroup};
 use fabricflow_proto::MacAddr;
 use serde::{Deserialize, Serialize};
 
@@ -70,12 +71,7 @@ impl LearnedPathGroup {
     }
 }
 
-/// Whether `group_id` lies in the multipath range.
-pub fn is_path_group(group_id: u32) -> bool {
-    group_id
-        .checked_sub(conventions::PATH_GROUP_BASE)
-        .is_some_and(|off| off < conventions::PATH_GROUP_SPAN)
-}
+pub use conventions::is_path_group;
 
 fn learn_path_group(g: &GroupDesc) -> Option<LearnedPathGroup> {
     if g.group_type != GroupType::Select || g.buckets.len() < 3 {
@@ -143,12 +139,47 @@ impl PlanConventions {
 pub struct LearnedGroup {
     /// Group id, minimal port and candidate count.
     pub dp: DecisionPoint,
-    /// The installed buckets (actions, watch port/group, weight), kept verbatim so that a weight
-    /// MODIFY changes nothing else.
+    /// The logical buckets (minimal, candidates, padding: actions, watch port/group, weight),
+    /// kept verbatim so that a weight MODIFY changes nothing else. For a group in the slotted
+    /// layout, its catalog and the padding bucket, weighed by their slot counts.
     pub buckets: Vec<Bucket>,
+    /// The group's slots when it is in the slotted layout
+    /// ([`fabricflow_proto::select_slots`]): the switch holds the slots, not `buckets`.
+    pub slots: Option<SlotGroup>,
 }
 
 impl LearnedGroup {
+    /// Records `weights` (one per logical bucket, as [`crate::GroupWrite`] carries them) as
+    /// installed and returns the buckets that install them: the weighted buckets, or the slots
+    /// with the fewest moved.
+    pub fn write(&mut self, weights: &[u16]) -> Result<Vec<Bucket>, SlotError> {
+        if let Some(s) = self.slots.as_mut() {
+            s.set_weights(weights)?;
+        }
+        self.buckets = with_weights(&self.buckets, weights);
+        Ok(match &self.slots {
+            Some(s) => s.buckets(),
+            None => self.buckets.clone(),
+        })
+    }
+
+    /// The bytes a group-stats reply counts on the minimal port's choice: bucket 0, or every
+    /// slot copying it.
+    pub fn minimal_bytes(&self, counters: &[BucketCounter]) -> Option<u64> {
+        let Some(s) = &self.slots else {
+            return counters.first().map(|c| c.byte_count);
+        };
+        let slots = counters.get(s.catalog().len()..)?;
+        Some(
+            slots
+                .iter()
+                .zip(s.slot_choices())
+                .filter(|(_, &choice)| choice == 0)
+                .map(|(c, _)| c.byte_count)
+                .sum(),
+        )
+    }
+
     /// The installed weights, bucket order.
     pub fn weights(&self) -> Vec<u16> {
         self.buckets.iter().map(|b| b.weight).collect()
@@ -157,6 +188,7 @@ impl LearnedGroup {
     /// Whether two installs have the same structure (everything but the weights).
     pub fn same_structure(&self, other: &LearnedGroup) -> bool {
         self.dp == other.dp
+            && self.slots.is_some() == other.slots.is_some()
             && self.buckets.len() == other.buckets.len()
             && self.buckets.iter().zip(&other.buckets).all(|(a, b)| {
                 a.actions == b.actions
@@ -177,11 +209,6 @@ impl LearnedGroup {
             }
         }
         out
-    }
-
-    /// The buckets with `weights` (one per bucket, as [`crate::GroupWrite`] carries them).
-    pub fn with_weights(&self, weights: &[u16]) -> Vec<Bucket> {
-        with_weights(&self.buckets, weights)
     }
 }
 
@@ -206,6 +233,9 @@ pub enum GroupSkip {
     TooFewBuckets,
     /// Bucket 0 has no output action to a physical port.
     NoMinimalPort,
+    /// Shaped as the slotted layout, but a slot copies no catalog bucket or the catalog repeats
+    /// itself.
+    BadSlots,
 }
 
 /// A transit-table flow matching only `eth_dst` (masked) and outputting to one physical port.
@@ -446,19 +476,21 @@ fn learn_group(conv: &PlanConventions, g: &GroupDesc) -> Result<LearnedGroup, Gr
     if g.group_type != GroupType::Select {
         return Err(GroupSkip::NotSelect);
     }
-    let minimal_port = g
-        .buckets
+    let slots = SlotGroup::parse(&g.buckets).map_err(|_| GroupSkip::BadSlots)?;
+    let logical = slots.as_ref().map(SlotGroup::logical);
+    let buckets = logical.as_deref().unwrap_or(&g.buckets);
+    let minimal_port = buckets
         .first()
         .and_then(Bucket::output_port)
         .filter(|&p| p != 0 && p <= OFPP_MAX)
         .ok_or(GroupSkip::NoMinimalPort)?;
     let equal_cost = conv.is_equal_cost(g.group_id);
-    let dp =
-        DecisionPoint::from_bucket_count(g.group_id, minimal_port, g.buckets.len(), equal_cost)
-            .map_err(|_| GroupSkip::TooFewBuckets)?;
+    let dp = DecisionPoint::from_bucket_count(g.group_id, minimal_port, buckets.len(), equal_cost)
+        .map_err(|_| GroupSkip::TooFewBuckets)?;
     Ok(LearnedGroup {
         dp,
-        buckets: g.buckets.clone(),
+        buckets: buckets.to_vec(),
+        slots,
     })
 }
 
@@ -763,10 +795,73 @@ pub(crate) mod tests {
         let c = LearnedPlan::learn(&conv, &[select(1003, &[(3, 100), (5, 155), (3, 1)])], &[]);
         assert!(a.same_structure(&b));
         assert!(!a.same_structure(&c));
-        let lg = &a.groups[&1003];
-        let buckets = lg.with_weights(&[10, 245, 1]);
+        let mut lg = a.groups[&1003].clone();
+        let buckets = lg.write(&[10, 245, 1]).unwrap();
         assert_eq!(buckets[1].actions, out(4));
         assert_eq!(buckets[1].weight, 245);
+        assert_eq!(lg.weights(), vec![10, 245, 1]);
+    }
+
+    /// A slotted group as installed: learned as its logical buckets, weighed by slot counts;
+    /// another slot assignment is the same structure, the weighted layout is not; a write moves
+    /// only the slots it must and the minimal port's bytes are its slots' bytes.
+    #[test]
+    fn slotted_groups_are_learned_as_their_logical_buckets() {
+        let conv = PlanConventions::default();
+        let logical = select(1003, &[(3, 250), (4, 5), (5, 0), (3, 1)]).buckets;
+        let slotted = |w: &[u16]| {
+            let mut s = SlotGroup::from_logical(&logical).unwrap();
+            s.set_weights(w).unwrap();
+            GroupDesc {
+                group_type: GroupType::Select,
+                group_id: 1003,
+                buckets: s.buckets(),
+            }
+        };
+        let a = LearnedPlan::learn(&conv, &[slotted(&[250, 5, 0, 1])], &[]);
+        let g = &a.groups[&1003];
+        assert_eq!(g.dp.minimal_port, 3);
+        assert_eq!(g.dp.n_nonminimal, 2);
+        assert_eq!(g.weights(), vec![250, 5, 0, 1]);
+        assert_eq!(g.candidate_ports(), vec![4, 5]);
+        assert_eq!(a.fabric_ports, [3, 4, 5].into());
+        let b = LearnedPlan::learn(&conv, &[slotted(&[100, 100, 55, 1])], &[]);
+        assert!(a.same_structure(&b));
+        let weighted = LearnedPlan::learn(
+            &conv,
+            &[select(1003, &[(3, 250), (4, 5), (5, 0), (3, 1)])],
+            &[],
+        );
+        assert!(!a.same_structure(&weighted));
+
+        let mut g = g.clone();
+        let before = g.slots.clone().unwrap();
+        let buckets = g.write(&[245, 7, 3, 1]).unwrap();
+        let moved = before
+            .buckets()
+            .iter()
+            .zip(&buckets)
+            .filter(|(x, y)| x != y)
+            .count();
+        assert_eq!(moved, 5);
+        assert_eq!(g.weights(), vec![245, 7, 3, 1]);
+        let counters: Vec<BucketCounter> = buckets
+            .iter()
+            .map(|b| BucketCounter {
+                packet_count: 1,
+                byte_count: if b.output_port() == Some(3) { 10 } else { 1 },
+            })
+            .collect();
+        // 246 slots on port 3 at 10 bytes; the catalog's bucket 0 (weight 0) is not counted.
+        assert_eq!(g.minimal_bytes(&counters), Some(2460));
+
+        let mut bad = slotted(&[250, 5, 0, 1]);
+        if let Some(last) = bad.buckets.last_mut() {
+            *last = Bucket::new(1, out(9));
+        }
+        let skipped = LearnedPlan::learn(&conv, &[bad], &[]);
+        assert!(skipped.groups.is_empty());
+        assert_eq!(skipped.skipped, vec![(1003, GroupSkip::BadSlots)]);
     }
 
     #[test]

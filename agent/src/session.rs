@@ -832,22 +832,20 @@ impl Session {
         }
     }
 
-    /// Bucket-0 deltas of the decision points become `BytesSent` for their minimal ports.
+    /// Deltas of the decision points' minimal choice (bucket 0, or its slots) become `BytesSent`
+    /// for their minimal ports.
     /// Replies arrive in request order and OVS applies a MODIFY between the read before it and
     /// the next read, so a read taken just before a write (`before_write`) closes the counter's
     /// epoch exactly and the next read counts from zero.
     fn on_group_stats(&mut self, stats: &[GroupStats], before_write: Option<u32>, now_ns: u64) {
         self.counters.group_stats_replies += 1;
         for s in stats {
-            let Some(port) = self
+            let Some((port, Some(now_bytes))) = self
                 .core
                 .plan()
                 .and_then(|p| p.groups.get(&s.group_id))
-                .map(|g| g.dp.minimal_port)
+                .map(|g| (g.dp.minimal_port, g.minimal_bytes(&s.bucket_stats)))
             else {
-                continue;
-            };
-            let Some(now_bytes) = s.bucket_stats.first().map(|b| b.byte_count) else {
                 continue;
             };
             let prev = if self.bucket_zeroed.remove(&s.group_id) {
@@ -1008,17 +1006,13 @@ impl Session {
         }
         let mut answered = Vec::new();
         while let Some(TimedWrite { write: w, cnm_ns }) = self.core.poll_timed_write() {
-            let Some(buckets) = self.core.plan().and_then(|p| {
-                p.groups
-                    .get(&w.group_id)
-                    .map(|g| g.with_weights(&w.weights))
-                    .or_else(|| {
-                        p.path_groups
-                            .get(&w.group_id)
-                            .map(|g| g.with_weights(&w.weights))
-                    })
-            }) else {
-                continue;
+            let buckets = match self.core.write_buckets(&w) {
+                Some(Ok(b)) => b,
+                Some(Err(e)) => {
+                    tracing::warn!(group = w.group_id, error = %e, "weights not written");
+                    continue;
+                }
+                None => continue,
             };
             self.counters.group_mods_sent += 1;
             let group_id = w.group_id;

@@ -22,6 +22,8 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use fabricflow_proto::ethernet::{ethertype, EthernetView};
+use fabricflow_proto::openflow::group::Bucket;
+use fabricflow_proto::select_slots::SlotError;
 use fabricflow_proto::MacAddr;
 
 use crate::drb::{Drb, DstSwitch};
@@ -379,6 +381,18 @@ impl SwitchCore {
                 if let Some(p) = self.policy.p_percent(port) {
                     self.weights
                         .on_probability(port, p, now_ns, &mut self.scratch);
+                }
+            }
+        }
+        let mut plan = plan;
+        if let Some(old) = &self.plan {
+            // A read older than a write shows the slots before it: keep the ones written.
+            for (id, g) in &mut plan.groups {
+                if !self.weights.written_after(*id, read_seq) {
+                    continue;
+                }
+                if let Some(o) = old.groups.get(id).filter(|o| o.same_structure(g)) {
+                    *g = o.clone();
                 }
             }
         }
@@ -741,6 +755,18 @@ impl SwitchCore {
     /// The learned decision points, if a plan was read.
     pub fn plan(&self) -> Option<&LearnedPlan> {
         self.plan.as_ref()
+    }
+
+    /// The buckets that install `w` on the switch, recorded as installed in the learned plan (a
+    /// slotted group's next write moves slots from these). `None` for a group the plan lacks.
+    pub fn write_buckets(&mut self, w: &GroupWrite) -> Option<Result<Vec<Bucket>, SlotError>> {
+        let plan = self.plan.as_mut()?;
+        if let Some(g) = plan.groups.get_mut(&w.group_id) {
+            return Some(g.write(&w.weights));
+        }
+        plan.path_groups
+            .get(&w.group_id)
+            .map(|g| Ok(g.with_weights(&w.weights)))
     }
 
     /// The policy (P per fabric port).

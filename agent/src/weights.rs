@@ -4,8 +4,10 @@
 //! non-minimal candidates, then the weight-1 padding bucket; weights come from
 //! [`fabricflow_proto::select_weights::weights`] (255 quanta + 1, summing to 256).
 //!
-//! An OVS weight MODIFY rebuilds the group's dp_hash table and moves many flows even for a small
-//! change, so a group is written only when
+//! The weights are logical: the plan's layout decides how the switch holds them (bucket weights,
+//! or slot buckets: [`crate::plan::LearnedGroup::write`]). Every MODIFY moves live flows (in the
+//! weighted layout on Open vSwitch many more than the change needs) and makes ovs-vswitchd
+//! re-translate its datapath flows, so a group is written only when
 //! 1. some bucket weight would move by at least `min_change_quanta` (default 1) against the
 //!    weights last written (or found installed), **and**
 //! 2. the group's minimum update interval has passed since its last write.

@@ -270,6 +270,11 @@ pub struct Config {
     /// Open vSwitch with the agent on the same host).
     #[serde(default)]
     pub cnm_to_agent: crate::plan::CnmToAgent,
+    /// How a decision point's SELECT group carries its split: `"slots"` (default: 256 equal
+    /// slot buckets, a weight change moves only the flows it must) or `"weights"` (one bucket
+    /// per choice, the split in the weights).
+    #[serde(default)]
+    pub select_layout: crate::plan::SelectLayout,
 }
 
 fn default_p_minimal() -> f64 {
@@ -347,6 +352,7 @@ impl Config {
             multipath_alternatives: None,
             cnm_to_hosts: false,
             cnm_to_agent: crate::plan::CnmToAgent::PacketIn,
+            select_layout: crate::plan::SelectLayout::default(),
         })
     }
 

@@ -25,7 +25,7 @@ use fabricflow_controller::bound::{self, DemandModel, LinkRates, Routing};
 use fabricflow_controller::config::{Config, LogFormat};
 use fabricflow_controller::desired::fixture::LineFixture;
 use fabricflow_controller::desired::PlanSource;
-use fabricflow_controller::plan::{CnmToAgent, Lossless, SwitchPlan};
+use fabricflow_controller::plan::{CnmToAgent, Lossless, SelectLayout, SwitchPlan};
 use fabricflow_controller::planner::FabricPlanner;
 use fabricflow_controller::service::Controller;
 use fabricflow_controller::traffic::Pattern;
@@ -347,6 +347,7 @@ fn plan_source(cfg: &Config) -> anyhow::Result<Arc<dyn PlanSource>> {
         }),
         cnm_to_hosts: cfg.cnm_to_hosts,
         cnm_to_agent: cfg.cnm_to_agent,
+        select_layout: cfg.select_layout,
         ..Default::default()
     };
     Ok(Arc::new(
@@ -420,6 +421,10 @@ struct PlanArgs {
     /// switch; the agent reads the port's Linux interface).
     #[arg(long, value_enum, default_value_t = CnmToAgent::PacketIn)]
     cnm_to_agent: CnmToAgent,
+    /// How decision points carry their split in the ofctl groups: slots (as the controller
+    /// service installs them by default) or weights.
+    #[arg(long, value_enum, default_value_t = SelectLayout::Slots)]
+    select_layout: SelectLayout,
     /// Write the groups of --switch here (ofctl format).
     #[arg(long, requires_all = ["switch", "flows_out"])]
     groups_out: Option<PathBuf>,
@@ -850,6 +855,7 @@ fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
         multipath_cap,
         cnm_to_hosts,
         cnm_to_agent,
+        select_layout,
         groups_out,
         flows_out,
     } = args;
@@ -872,6 +878,7 @@ fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
         ),
         cnm_to_hosts,
         cnm_to_agent,
+        select_layout,
         ..Default::default()
     };
     let plan = Plan::build(&fabric, &opts)?;
@@ -883,7 +890,7 @@ fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
         let Some(sp) = selected.first() else {
             bail!("no switch selected")
         };
-        std::fs::write(g, ofctl::groups_text(sp))
+        std::fs::write(g, ofctl::groups_text(sp, select_layout))
             .with_context(|| format!("writing {}", g.display()))?;
         std::fs::write(f, ofctl::flows_text(sp))
             .with_context(|| format!("writing {}", f.display()))?;
@@ -893,7 +900,7 @@ fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
     match format {
         Format::Ofctl => {
             for sp in &selected {
-                out.push_str(&ofctl::switch_text(sp));
+                out.push_str(&ofctl::switch_text(sp, select_layout));
             }
         }
         Format::Json => {

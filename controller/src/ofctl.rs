@@ -10,15 +10,18 @@
 //! [`normalize_flow_line`] / [`normalize_group_line`], which only reorder match fields and strip
 //! what OVS adds or omits (statistics, bucket ids, default weights).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 
+use fabricflow_proto::conventions::is_path_group;
+use fabricflow_proto::select_slots::SlotGroup;
 use fabricflow_proto::MacAddr;
 
 use crate::plan::ir::{
     ports, Action, Bucket, Field, FieldRange, Flow, Group, GroupType, Instructions, Match,
 };
-use crate::plan::{ethertype, SwitchPlan};
+use crate::plan::{ethertype, SelectLayout, SwitchPlan};
 use crate::topology::PortNo;
 
 fn port_name(p: PortNo) -> String {
@@ -204,8 +207,33 @@ fn bucket_text(b: &Bucket, select: bool) -> String {
     s
 }
 
-/// One `add-groups` line.
-pub fn group_line(g: &Group) -> String {
+/// The buckets `g` is installed with: a decision point in the slotted layout becomes its catalog
+/// (weight 0) and its 256 slots (weight 1), as [`crate::planner::group_mod`] writes it.
+fn installed_buckets(g: &Group, layout: SelectLayout) -> Cow<'_, [Bucket]> {
+    if layout != SelectLayout::Slots || g.kind != GroupType::Select || is_path_group(g.id) {
+        return Cow::Borrowed(&g.buckets);
+    }
+    let slotted = crate::planner::group_mod(g, SelectLayout::Weights)
+        .ok()
+        .and_then(|m| SlotGroup::from_logical(&m.buckets).ok());
+    let Some(slotted) = slotted else {
+        return Cow::Borrowed(&g.buckets);
+    };
+    let catalog = g.buckets.len().saturating_sub(1);
+    let with_weight = |b: &Bucket, weight: u16| Bucket {
+        weight,
+        ..b.clone()
+    };
+    let catalog_buckets = g.buckets.iter().take(catalog).map(|b| with_weight(b, 0));
+    let slots = slotted
+        .slot_choices()
+        .iter()
+        .filter_map(|&i| g.buckets.get(i).map(|b| with_weight(b, 1)));
+    Cow::Owned(catalog_buckets.chain(slots).collect())
+}
+
+/// One `add-groups` line, a decision point in `layout`.
+pub fn group_line(g: &Group, layout: SelectLayout) -> String {
     let kind = match g.kind {
         GroupType::All => "all",
         GroupType::Select => "select",
@@ -213,13 +241,19 @@ pub fn group_line(g: &Group) -> String {
         GroupType::FastFailover => "ff",
     };
     let select = g.kind == GroupType::Select;
-    let buckets: Vec<String> = g.buckets.iter().map(|b| bucket_text(b, select)).collect();
+    let buckets: Vec<String> = installed_buckets(g, layout)
+        .iter()
+        .map(|b| bucket_text(b, select))
+        .collect();
     format!("group_id={},type={kind},{}", g.id, buckets.join(","))
 }
 
-/// The switch's `add-groups` file.
-pub fn groups_text(sp: &SwitchPlan) -> String {
-    sp.groups.iter().map(|g| group_line(g) + "\n").collect()
+/// The switch's `add-groups` file, decision points in `layout`.
+pub fn groups_text(sp: &SwitchPlan, layout: SelectLayout) -> String {
+    sp.groups
+        .iter()
+        .map(|g| group_line(g, layout) + "\n")
+        .collect()
 }
 
 /// The switch's `add-flows` file.
@@ -228,12 +262,12 @@ pub fn flows_text(sp: &SwitchPlan) -> String {
 }
 
 /// Both sections with comments, for people (each section on its own is a loadable file).
-pub fn switch_text(sp: &SwitchPlan) -> String {
+pub fn switch_text(sp: &SwitchPlan, layout: SelectLayout) -> String {
     format!(
         "# switch {} dpid 0x{:016x}\n# groups (ovs-ofctl -O OpenFlow13 add-groups BRIDGE FILE)\n{}# flows (ovs-ofctl -O OpenFlow13 add-flows BRIDGE FILE)\n{}",
         sp.name,
         sp.dpid,
-        groups_text(sp),
+        groups_text(sp, layout),
         flows_text(sp)
     )
 }
@@ -360,7 +394,7 @@ mod tests {
                 },
             ],
         };
-        let line = group_line(&g);
+        let line = group_line(&g, SelectLayout::Weights);
         assert_eq!(line, "group_id=1003,type=select,bucket=weight:255,watch_port:3,actions=output:3,bucket=weight:1,watch_port:3,actions=output:3");
         // What OVS 3.1 prints for it.
         let dump = " group_id=1003,type=select,bucket=bucket_id:0,weight:255,watch_port:3,actions=output:3,bucket=bucket_id:1,watch_port:3,actions=output:3";

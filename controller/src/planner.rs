@@ -14,17 +14,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::sync::Mutex;
 
+use fabricflow_proto::conventions::is_path_group;
 use fabricflow_proto::openflow::action::Action as OfAction;
 use fabricflow_proto::openflow::flow::FlowMod;
 use fabricflow_proto::openflow::group::{Bucket as OfBucket, GroupMod, GroupType as OfGroupType};
 use fabricflow_proto::openflow::instruction::Instruction;
 use fabricflow_proto::openflow::oxm::{Match as OfMatch, OxmField};
 use fabricflow_proto::openflow::{port::OFPP_ANY, NX_VENDOR_ID};
+use fabricflow_proto::select_slots::SlotGroup;
 use fabricflow_proto::MacAddr;
 
 use crate::desired::{self, DesiredSwitch, LinkId, PlanSource};
 use crate::plan::ir::{self, Field, FieldRange, GroupType, Masked};
-use crate::plan::{Plan, PlanError, PlanOptions, SwitchPlan};
+use crate::plan::{Plan, PlanError, PlanOptions, SelectLayout, SwitchPlan};
 use crate::topology::{Fabric, Link, Peer, SwitchId};
 use crate::Routes;
 
@@ -170,7 +172,7 @@ pub fn desired_state(
     let mut out = BTreeMap::new();
     for (id, sw) in fabric.switches().iter().enumerate() {
         let Some(sp) = plan.switch(id) else { continue };
-        let mut d = to_desired(sp)?;
+        let mut d = to_desired(sp, opts.select_layout)?;
         for port in sw.fabric_ports() {
             if let Peer::Switch { switch, port: pp } = port.peer {
                 if let Some(peer) = fabric.switch(switch) {
@@ -189,8 +191,9 @@ pub fn desired_state(
     Ok(out)
 }
 
-/// One switch's plan as OpenFlow messages (fabric ports left empty for the caller).
-pub fn to_desired(sp: &SwitchPlan) -> Result<DesiredSwitch, PlannerError> {
+/// One switch's plan as OpenFlow messages (fabric ports left empty for the caller), its decision
+/// points in `layout`.
+pub fn to_desired(sp: &SwitchPlan, layout: SelectLayout) -> Result<DesiredSwitch, PlannerError> {
     let unsupported = |what: String| PlannerError::Unsupported {
         switch: sp.name.clone(),
         what,
@@ -203,7 +206,7 @@ pub fn to_desired(sp: &SwitchPlan) -> Result<DesiredSwitch, PlannerError> {
     let groups = sp
         .groups
         .iter()
-        .map(|g| group_mod(g).map_err(&unsupported))
+        .map(|g| group_mod(g, layout).map_err(&unsupported))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(DesiredSwitch {
         dpid: sp.dpid,
@@ -230,8 +233,9 @@ pub fn flow_mod(f: &ir::Flow) -> Result<FlowMod, String> {
     Ok(FlowMod::add(f.table, f.priority, of_match(&f.matches), instructions).with_cookie(f.cookie))
 }
 
-/// A planned group as an OFPGC_ADD.
-pub fn group_mod(g: &ir::Group) -> Result<GroupMod, String> {
+/// A planned group as an OFPGC_ADD; a decision point (a SELECT group outside the multipath
+/// range) in `layout`.
+pub fn group_mod(g: &ir::Group, layout: SelectLayout) -> Result<GroupMod, String> {
     let kind = match g.kind {
         GroupType::All => OfGroupType::All,
         GroupType::Select => OfGroupType::Select,
@@ -247,6 +251,12 @@ pub fn group_mod(g: &ir::Group) -> Result<GroupMod, String> {
             Ok(out)
         })
         .collect::<Result<Vec<_>, String>>()?;
+    let decision_point = kind == OfGroupType::Select && !is_path_group(g.id);
+    if layout == SelectLayout::Slots && decision_point {
+        let slotted = SlotGroup::from_logical(&buckets)
+            .map_err(|e| format!("group {} in the slotted layout: {e}", g.id))?;
+        return Ok(GroupMod::add(kind, g.id, slotted.buckets()));
+    }
     Ok(GroupMod::add(kind, g.id, buckets))
 }
 
@@ -458,8 +468,11 @@ mod tests {
             for g in &d.groups {
                 let m = Message::group_mod(1, g.clone());
                 assert_eq!(Message::decode(&m.to_bytes()).unwrap(), m);
-                let w = g.weights();
+                // Decision points in the default (slotted) layout: every slot on the minimal port.
+                let slots = SlotGroup::parse(&g.buckets).unwrap().unwrap();
+                let w = slots.logical_weights();
                 assert_eq!(w.iter().map(|&x| u32::from(x)).sum::<u32>(), 256);
+                assert_eq!(w.first(), Some(&255));
                 assert_eq!(w.last(), Some(&1));
             }
         }

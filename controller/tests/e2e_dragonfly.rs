@@ -22,6 +22,7 @@ use std::time::Instant;
 use common::testbed::{plan_options, Testbed};
 use common::{http_get, init_logs, skip, wait_for, COOKIE};
 use fabricflow_controller::config::Config;
+use fabricflow_controller::plan::SelectLayout;
 use fabricflow_controller::planner::FabricPlanner;
 use fabricflow_controller::service::Controller;
 use fabricflow_controller::{ofctl, Fabric, Link, Plan, PlanOptions, TopologySpec};
@@ -192,7 +193,7 @@ async fn dragonfly_planner_on_ovs_end_to_end() {
     let failed = tokio::task::block_in_place(|| bed.all_pairs_ping());
     assert!(failed.is_empty(), "pings failed after recovery: {failed:?}");
 
-    // 5. The agent's weights survive a restart: same buckets, other weights.
+    // 5. The agent's weights survive a restart: same catalog, other slots.
     let sp = baseline.switches.iter().find(|s| s.name == "g0s0").unwrap();
     let mut grp = sp
         .groups
@@ -204,7 +205,7 @@ async fn dragonfly_planner_on_ovs_end_to_end() {
     for (b, w) in grp.buckets.iter_mut().zip(weights) {
         b.weight = w;
     }
-    let line = ofctl::group_line(&grp);
+    let line = ofctl::group_line(&grp, SelectLayout::Slots);
     let br = bed.bridge_of("g0s0");
     br.ofctl(&["mod-group", br.name(), &line]);
     let want = ofctl::normalize_group_line(&line).unwrap();

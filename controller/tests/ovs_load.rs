@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use fabricflow_controller::plan::Lossless;
+use fabricflow_controller::plan::{Lossless, SelectLayout};
 use fabricflow_controller::{ofctl, Plan, PlanOptions, TopologySpec};
 
 fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
@@ -153,7 +153,7 @@ fn load_and_compare(
 
     let groups_file = dir.join(format!("{br}.groups"));
     let flows_file = dir.join(format!("{br}.flows"));
-    std::fs::write(&groups_file, ofctl::groups_text(sp)).unwrap();
+    std::fs::write(&groups_file, ofctl::groups_text(sp, SelectLayout::Slots)).unwrap();
     std::fs::write(&flows_file, ofctl::flows_text(sp)).unwrap();
     run(
         "ovs-ofctl",
@@ -184,7 +184,10 @@ fn load_and_compare(
         &["-O", "OpenFlow13", "--no-stats", "dump-flows", &br],
     )
     .unwrap();
-    let want_groups = lines(&ofctl::groups_text(sp), ofctl::normalize_group_line);
+    let want_groups = lines(
+        &ofctl::groups_text(sp, SelectLayout::Slots),
+        ofctl::normalize_group_line,
+    );
     let got_groups = lines(&dumped_groups, ofctl::normalize_group_line);
     assert_eq!(got_groups, want_groups, "{br}: groups differ");
     let want_flows = lines(&ofctl::flows_text(sp), ofctl::normalize_flow_line);

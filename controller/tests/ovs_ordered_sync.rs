@@ -225,7 +225,10 @@ async fn replans_without_bundles_lose_no_ping_and_leave_the_plan_installed() {
         c.shared.replan();
         assert!(
             wait_for(10, || flow_mods(&c) > before && synced(&c) == 2).await,
-            "re-plan {v} applied"
+            "re-plan {v} applied: flow mods {} (before it {before}), switches synced {}, API {:?}",
+            flow_mods(&c),
+            synced(&c),
+            c.shared.switches()
         );
         replans += 1;
         // Pacing, not synchronisation: spread the re-plans over the ping run.

@@ -27,6 +27,13 @@ pub const PATH_GROUP_BASE: u32 = DECISION_GROUP_BASE + DECISION_GROUP_SPAN;
 /// Number of group ids reserved for multipath groups.
 pub const PATH_GROUP_SPAN: u32 = 65_536;
 
+/// Whether `group_id` lies in the multipath range.
+pub fn is_path_group(group_id: u32) -> bool {
+    group_id
+        .checked_sub(PATH_GROUP_BASE)
+        .is_some_and(|off| off < PATH_GROUP_SPAN)
+}
+
 /// Table numbers of the plan's pipeline.
 pub mod table {
     /// Classify: CNMs, LLDP, ARP, host or fabric port.

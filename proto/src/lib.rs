@@ -18,6 +18,7 @@ pub mod ethernet;
 pub mod lldp;
 pub mod mac;
 pub mod openflow;
+pub mod select_slots;
 pub mod select_weights;
 pub mod wire;
 

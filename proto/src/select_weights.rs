@@ -8,6 +8,8 @@
 //! dp_hash slots, at most 256; beyond that it silently falls back to a non-proportional method.
 //! A weight-1 bucket makes `min_weight = 1`, so weights summing to exactly 256 map one weight
 //! unit to one slot: the split is exact to 1/256. The padding bucket's 1/256 goes minimally.
+//! These are the *logical* weights; [`crate::select_slots`] installs them as 256 slot buckets,
+//! so that a change moves only the slots it must.
 
 /// Sum of the weights of the minimal and non-minimal buckets (the padding bucket adds 1).
 pub const WEIGHT_QUANTA: u16 = 255;

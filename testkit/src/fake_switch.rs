@@ -31,6 +31,7 @@ use fabricflow_proto::openflow::switch::{ControllerRole, FeaturesReply, Role};
 use fabricflow_proto::openflow::symmetric::{
     BadRequestCode, ErrorType, FlowModFailedCode, GroupModFailedCode,
 };
+use fabricflow_proto::select_slots::SlotGroup;
 
 /// Entries per MULTIPART_REPLY message: small, so that real sequences are multi-part.
 const ENTRIES_PER_REPLY: usize = 16;
@@ -134,12 +135,14 @@ impl FakeSwitch {
     pub fn groups(&self) -> impl Iterator<Item = &GroupDesc> + '_ {
         self.tables.groups.values().map(|g| &g.desc)
     }
-    /// One group's bucket weights.
+    /// One group's logical weights: its bucket weights, or for a group in the slotted layout
+    /// its slot counts ([`SlotGroup::logical_weights`]).
     pub fn weights(&self, group_id: u32) -> Option<Vec<u16>> {
-        self.tables
-            .groups
-            .get(&group_id)
-            .map(|g| g.desc.buckets.iter().map(|b| b.weight).collect())
+        let buckets = &self.tables.groups.get(&group_id)?.desc.buckets;
+        Some(match SlotGroup::parse(buckets) {
+            Ok(Some(s)) => s.logical_weights(),
+            _ => buckets.iter().map(|b| b.weight).collect(),
+        })
     }
     /// Sets a port's transmitted-bytes counter (what PORT_STATS reports).
     pub fn set_tx_bytes(&mut self, port: u32, bytes: u64) {

@@ -143,6 +143,34 @@ pub struct PlanOptions {
     pub cnm_to_hosts: bool,
     /// How a CNM from a fabric port reaches the switch's agent (without `cnm_to_hosts`).
     pub cnm_to_agent: CnmToAgent,
+    /// How a decision point's SELECT group carries its split on the switch.
+    pub select_layout: SelectLayout,
+}
+
+/// How a decision point's SELECT group carries its split on the switch. The plan's groups are
+/// always logical (minimal, candidates, padding, weights summing to 256); the layout is applied
+/// when they become GROUP_MODs ([`crate::planner::group_mod`]).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelectLayout {
+    /// One bucket per choice, the split in the bucket weights. A switch that rebuilds its hash
+    /// table from the weights may move flows no weight change asked to move (Open vSwitch
+    /// does: [`fabricflow_proto::select_slots`]).
+    Weights,
+    /// The choices as weight-0 catalog buckets, then 256 weight-1 slot buckets each copying
+    /// one: the agent moves slots, and a write moves only the flows of the slots it reassigns.
+    #[default]
+    Slots,
 }
 
 /// How the classify table hands a CNM arriving on a fabric port to the switch's agent.
@@ -182,6 +210,7 @@ impl Default for PlanOptions {
             multipath: None,
             cnm_to_hosts: false,
             cnm_to_agent: CnmToAgent::PacketIn,
+            select_layout: SelectLayout::default(),
         }
     }
 }

@@ -20,6 +20,7 @@ use fabricflow_proto::openflow::group::{Bucket, GroupMod, GroupModCommand, Group
 use fabricflow_proto::openflow::message::Message;
 use fabricflow_proto::openflow::multipart::{FlowStats, FlowStatsRequest, GroupDesc};
 use fabricflow_proto::openflow::oxm::Match;
+use fabricflow_proto::select_slots::SlotGroup;
 use fabricflow_proto::Wire;
 
 use crate::desired::DesiredSwitch;
@@ -67,8 +68,12 @@ fn bucket_structure(b: &Bucket) -> (u32, u32, &[fabricflow_proto::openflow::acti
     (b.watch_port, b.watch_group, &b.actions)
 }
 
-/// Whether two groups have the same structure (type and buckets apart from weights).
+/// Whether two groups have the same structure (type and buckets apart from weights; for two
+/// groups in the slotted layout, the catalog: which slot copies which choice is the agent's).
 pub fn same_structure(t1: GroupType, b1: &[Bucket], t2: GroupType, b2: &[Bucket]) -> bool {
+    if let (Ok(Some(s1)), Ok(Some(s2))) = (SlotGroup::parse(b1), SlotGroup::parse(b2)) {
+        return t1 == t2 && s1.same_catalog(&s2);
+    }
     t1 == t2
         && b1.len() == b2.len()
         && b1

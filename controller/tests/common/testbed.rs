@@ -9,6 +9,7 @@
 
 use fabricflow_controller::config::Config;
 use fabricflow_controller::export::{export, LinkExport, TopologyExport};
+use fabricflow_controller::plan::SelectLayout;
 use fabricflow_controller::{ofctl, Addressing, Fabric, Plan, PlanOptions};
 use fabricflow_testkit::ovs::{Bridge, Host};
 
@@ -108,7 +109,8 @@ impl Testbed {
         v
     }
 
-    /// Bridges whose flows or groups differ from `plan` (with the first difference).
+    /// Bridges whose flows or groups differ from `plan` (with the first difference), decision
+    /// points in the layout the tests' controllers install (the default).
     pub fn differences(&self, plan: &Plan) -> Vec<String> {
         let mut out = Vec::new();
         for sp in &plan.switches {
@@ -118,7 +120,7 @@ impl Testbed {
                 .filter_map(ofctl::normalize_flow_line)
                 .collect();
             want_f.sort();
-            let mut want_g: Vec<String> = ofctl::groups_text(sp)
+            let mut want_g: Vec<String> = ofctl::groups_text(sp, SelectLayout::default())
                 .lines()
                 .filter_map(ofctl::normalize_group_line)
                 .collect();
