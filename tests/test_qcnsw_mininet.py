@@ -61,8 +61,11 @@ def cnm_rule(br, port):
     return m[2], int(m[1])
 
 
-def dump_groups(br):
-    """{group_id: [(port, weight), ...]} from ovs-ofctl dump-groups."""
+SLOTS = 256
+
+
+def raw_groups(br):
+    """{group_id: [(port, weight), ...]}, every bucket, from ovs-ofctl dump-groups."""
     out = subprocess.run(OFCTL + ["dump-groups", br], capture_output=True, text=True,
                          check=True).stdout
     groups = {}
@@ -74,10 +77,35 @@ def dump_groups(br):
         for b in line.split("bucket=")[1:]:
             w = re.search(r"weight:(\d+)", b)
             port = re.search(r"actions=(?:.*?)output:(\d+)", b)
-            # ovs-ofctl omits the weight when it is 1 (the plan's fallback bucket).
+            # ovs-ofctl omits the weight when it is 1.
             buckets.append((int(port[1]) if port else None, int(w[1]) if w else 1))
         groups[int(m[1])] = buckets
     return groups
+
+
+def logical(buckets):
+    """A group in the slotted layout (proto/src/select_slots.rs: weight-0 catalog buckets, then
+    256 weight-1 slots copying them) as its catalog weighed by slot counts; others as they are."""
+    catalog = buckets[:-SLOTS] if len(buckets) > SLOTS else []
+    if not catalog or any(w != 0 for _, w in catalog) \
+            or any(w != 1 for _, w in buckets[-SLOTS:]):
+        return buckets
+    slots = [p for p, _ in buckets[-SLOTS:]]
+    return [(p, slots.count(p)) for p, _ in catalog]
+
+
+def dump_groups(br):
+    """{group_id: [(port, weight), ...]}: each SELECT group's choices and their weights."""
+    return {g: logical(b) for g, b in raw_groups(br).items()}
+
+
+def non_minimal_packets(br, gid):
+    """Packets a group sent by buckets that do not output to its minimal port (bucket 0's)."""
+    buckets = raw_groups(br).get(gid)
+    if not buckets:
+        return 0
+    minimal = buckets[0][0]
+    return sum(n for (port, _), n in zip(buckets, group_stats(br, gid)) if port != minimal)
 
 
 class BucketAccumulator:
@@ -104,7 +132,7 @@ class BucketAccumulator:
         while not self._stop.is_set():
             for g in self.groups:
                 try:
-                    now = sum(group_stats(*g)[1:])
+                    now = non_minimal_packets(*g)
                 except (subprocess.CalledProcessError, OSError):
                     continue
                 self.acc[g] += now - self.last[g] if now >= self.last[g] else now

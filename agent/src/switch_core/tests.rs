@@ -139,6 +139,57 @@ fn a_read_older_than_a_write_does_not_undo_it() {
     assert_eq!(writes(&mut c).remove(0).weights, written);
 }
 
+/// [`plan`] with its decision point in the slotted layout, its slots as `weights` give them
+/// out from the controller's initial layout.
+fn slotted_plan(weights: [u16; 3]) -> LearnedPlan {
+    let mut p = plan([255, 0, 1]);
+    let slotted = |w: [u16; 3]| {
+        let logical = plan([255, 0, 1]).groups[&1003].buckets.clone();
+        let mut s = fabricflow_proto::select_slots::SlotGroup::from_logical(&logical).unwrap();
+        s.set_weights(&w).unwrap();
+        s.buckets()
+    };
+    let groups = [GroupDesc {
+        group_type: GroupType::Select,
+        group_id: 1003,
+        buckets: slotted(weights),
+    }];
+    let learned = LearnedPlan::learn(&PlanConventions::default(), &groups, &[]);
+    p.groups = learned.groups;
+    p
+}
+
+/// The switch holds the slots the core wrote, so its next write moves only what it must: a read
+/// sent before a write, which still shows the slots before it, does not replace them.
+#[test]
+fn a_read_older_than_a_write_keeps_the_slots_written() {
+    let mut c = core(crate::policy::Variant::Base, 0);
+    c.learn(slotted_plan([255, 0, 1]), 0, 0);
+    let before = c.write_seq();
+    c.on_cnm(3, to7(), 64, MS);
+    let w = writes(&mut c).remove(0);
+    let written = c.write_buckets(&w).unwrap().unwrap();
+    assert_eq!(written.len(), 2 + fabricflow_proto::select_slots::SLOTS);
+    assert_eq!(
+        written
+            .iter()
+            .filter(|b| b.output_port() == Some(4))
+            .count(),
+        usize::from(w.weights[1]) + 1,
+        "the candidate's slots, and its catalog bucket"
+    );
+    c.learn(slotted_plan([255, 0, 1]), before, 2 * MS);
+    let held = c.plan().unwrap().groups[&1003].slots.clone().unwrap();
+    assert_eq!(held.buckets(), written);
+    // A later read that shows the written slots changes nothing either.
+    c.learn(
+        slotted_plan([w.weights[0], w.weights[1], 1]),
+        c.write_seq(),
+        3 * MS,
+    );
+    assert!(writes(&mut c).is_empty());
+}
+
 #[test]
 fn a_restarted_core_continues_from_the_installed_split() {
     let mut c = core(crate::policy::Variant::Base, 0);
