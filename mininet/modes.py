@@ -131,12 +131,6 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with weighted SELECT buckets instead of slot buckets",
          program="controller", agent_variant="combined",
          controller={"select_layout": "weights"}),
-    # A write interval of 6 buffer drains instead of 24 (mininet/README.md "The weight-write
-    # interval"): what faster writes give once a write moves only the flows it must.
-    Mode("qcnsw-combined-drains6",
-         "qcnsw-combined with weights.min_update_interval_buffer_drains = 6",
-         program="controller", agent_variant="combined",
-         agent={"weights.min_update_interval_buffer_drains": 6.0}),
     # The same with the tap on the port's own interface (transmitted frames, cloned by the
     # kernel for the tap) instead of the veth link's far end (the shipped `auto`).
     Mode("qcnsw-combined-cpidle-egress",

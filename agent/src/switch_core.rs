@@ -386,12 +386,18 @@ impl SwitchCore {
         }
         let mut plan = plan;
         if let Some(old) = &self.plan {
-            // A read older than a write shows the slots before it: keep the ones written.
+            // A read older than a write shows the slots before it: keep the ones written. A
+            // read showing the slots as recorded keeps the record too: it knows which slots
+            // moved when (`SlotGroup::set_weights` rotates the detoured ones by it).
             for (id, g) in &mut plan.groups {
-                if !self.weights.written_after(*id, read_seq) {
-                    continue;
-                }
-                if let Some(o) = old.groups.get(id).filter(|o| o.same_structure(g)) {
+                let stale = self.weights.written_after(*id, read_seq);
+                let keep = old.groups.get(id).filter(|o| {
+                    o.same_structure(g)
+                        && (stale
+                            || matches!((&o.slots, &g.slots),
+                                (Some(a), Some(b)) if a.slot_choices() == b.slot_choices()))
+                });
+                if let Some(o) = keep {
                     *g = o.clone();
                 }
             }

@@ -66,6 +66,10 @@ fn structure(b: &Bucket) -> (u32, u32, &[Action]) {
 pub struct SlotGroup {
     catalog: Vec<Bucket>,
     slots: Vec<usize>,
+    /// Per slot, the number of the write that last moved it (0: none since it was read or laid
+    /// out); `writes` counts this group's writes.
+    moved: Vec<u64>,
+    writes: u64,
 }
 
 impl SlotGroup {
@@ -84,6 +88,8 @@ impl SlotGroup {
         let mut g = SlotGroup {
             catalog,
             slots: Vec::new(),
+            moved: vec![0; SLOTS],
+            writes: 0,
         };
         let weights: Vec<u16> = logical.iter().map(|b| b.weight).collect();
         let counts = g.counts_for(&weights)?;
@@ -120,6 +126,8 @@ impl SlotGroup {
         Ok(Some(SlotGroup {
             catalog: catalog.to_vec(),
             slots,
+            moved: vec![0; SLOTS],
+            writes: 0,
         }))
     }
 
@@ -186,8 +194,12 @@ impl SlotGroup {
     }
 
     /// Moves the fewest slots that give each catalog bucket its share of `logical` weights
-    /// (catalog order, then the padding's, summing to [`SLOTS`]); returns how many moved. The
-    /// slots a bucket gives up are its last ones, filled in slot order: deterministic.
+    /// (catalog order, then the padding's, summing to [`SLOTS`]); returns how many moved.
+    ///
+    /// Which of an over-served bucket's slots move: those it has held longest (ties: the last
+    /// slot first), filled in slot order. A cut and the restore that follows therefore send
+    /// other flows on the detour the next time, as a rebuilt hash table would, instead of the
+    /// same few flows every time; still only as many as the change needs. Deterministic.
     pub fn set_weights(&mut self, logical: &[u16]) -> Result<usize, SlotError> {
         let target = self.counts_for(logical)?;
         let mut have = vec![0usize; self.catalog.len()];
@@ -196,31 +208,38 @@ impl SlotGroup {
                 *h += 1;
             }
         }
-        // Slots to give up: from the end, each over-served bucket's last ones.
-        let mut surplus: Vec<usize> = Vec::new();
         let mut excess: Vec<usize> = have
             .iter()
             .zip(&target)
             .map(|(h, t)| h.saturating_sub(*t))
             .collect();
-        for (k, s) in self.slots.iter().enumerate().rev() {
-            if let Some(e) = excess.get_mut(*s).filter(|e| **e > 0) {
+        let moved_at = |k: usize| self.moved.get(k).copied().unwrap_or(0);
+        let mut order: Vec<usize> = (0..self.slots.len()).collect();
+        order.sort_by(|&a, &b| moved_at(a).cmp(&moved_at(b)).then(b.cmp(&a)));
+        let mut surplus: Vec<usize> = Vec::new();
+        for k in order {
+            let bucket = self.slots.get(k).copied().unwrap_or(usize::MAX);
+            if let Some(e) = excess.get_mut(bucket).filter(|e| **e > 0) {
                 *e -= 1;
                 surplus.push(k);
             }
         }
-        surplus.reverse();
+        surplus.sort_unstable();
         let mut needy = have
             .iter()
             .zip(&target)
             .enumerate()
             .flat_map(|(i, (h, t))| std::iter::repeat_n(i, t.saturating_sub(*h)));
+        self.writes += 1;
         let mut moved = 0;
         for k in surplus {
             let (Some(to), Some(slot)) = (needy.next(), self.slots.get_mut(k)) else {
                 break;
             };
             *slot = to;
+            if let Some(m) = self.moved.get_mut(k) {
+                *m = self.writes;
+            }
             moved += 1;
         }
         Ok(moved)
@@ -370,6 +389,32 @@ mod tests {
         assert_eq!(g.logical_weights(), vec![200, 55, 1]);
     }
 
+    /// A cut, its restore and the same cut again: the second cut detours other slots than the
+    /// first (those longest on the minimal port), moving no more than it must.
+    #[test]
+    fn repeated_cuts_rotate_the_detoured_slots() {
+        let mut g = SlotGroup::from_logical(&logical(&[3, 4], &[255, 0, 1])).unwrap();
+        let detoured = |g: &SlotGroup| -> Vec<usize> {
+            (0..SLOTS).filter(|&k| g.slot_choices()[k] == 1).collect()
+        };
+        assert_eq!(g.set_weights(&[250, 5, 1]).unwrap(), 5);
+        let first = detoured(&g);
+        assert_eq!(first, (251..256).collect::<Vec<_>>());
+        assert_eq!(g.set_weights(&[255, 0, 1]).unwrap(), 5);
+        assert_eq!(g.set_weights(&[250, 5, 1]).unwrap(), 5);
+        let second = detoured(&g);
+        assert_eq!(second, (246..251).collect::<Vec<_>>());
+        // Every slot takes its turn: 52 cuts of 5 cover the 256.
+        let mut seen: std::collections::BTreeSet<usize> = first.into_iter().collect();
+        seen.extend(second);
+        for _ in 0..50 {
+            g.set_weights(&[255, 0, 1]).unwrap();
+            g.set_weights(&[250, 5, 1]).unwrap();
+            seen.extend(detoured(&g));
+        }
+        assert_eq!(seen.len(), SLOTS);
+    }
+
     #[test]
     fn catalog_comparison_ignores_slots() {
         let a = SlotGroup::from_logical(&logical(&[3, 4, 5], &[255, 0, 0, 1])).unwrap();
@@ -414,7 +459,8 @@ mod tests {
                     .sum::<i64>() / 2;
                 prop_assert_eq!(i64::try_from(g.set_weights(&w).unwrap()).unwrap(), need);
                 prop_assert_eq!(g.logical_weights(), w.clone());
-                prop_assert_eq!(SlotGroup::parse(&g.buckets()).unwrap(), Some(g.clone()));
+                let read = SlotGroup::parse(&g.buckets()).unwrap().unwrap();
+                prop_assert_eq!(read.slot_choices(), g.slot_choices());
                 installed = w;
             }
         }

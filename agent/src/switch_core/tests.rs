@@ -181,13 +181,15 @@ fn a_read_older_than_a_write_keeps_the_slots_written() {
     c.learn(slotted_plan([255, 0, 1]), before, 2 * MS);
     let held = c.plan().unwrap().groups[&1003].slots.clone().unwrap();
     assert_eq!(held.buckets(), written);
-    // A later read that shows the written slots changes nothing either.
+    // A later read that shows the written slots changes nothing either, and keeps the record
+    // of which slots moved when (the next cut detours others).
     c.learn(
         slotted_plan([w.weights[0], w.weights[1], 1]),
         c.write_seq(),
         3 * MS,
     );
     assert!(writes(&mut c).is_empty());
+    assert_eq!(c.plan().unwrap().groups[&1003].slots.as_ref(), Some(&held));
 }
 
 #[test]
