@@ -219,6 +219,9 @@ class DftreeTests(FabricTestCase):
 
             for p in udp:
                 p.terminate()
+            # Count from the sweep after the senders are gone, not after the signal was sent.
+            for p in udp:
+                p.wait(timeout=10)
             stop = w.last_sweep()
             wait_until(lambda: any(c["change"] == "unpath" for c in w.changes), 10, "unpath")
             unpath = next(c["sweep"] for c in w.changes if c["change"] == "unpath")

@@ -6,7 +6,9 @@
 //! - one SELECT group per decision point, id = `group_id_base` + minimal port; **bucket 0 is the
 //!   minimal port**, then the non-minimal candidates, then a weight-1 padding bucket to the
 //!   minimal port. OpenFlow 1.3 groups carry no cookie, so "owned by the controller" means "a
-//!   SELECT group whose id lies in `[group_id_base, group_id_base + group_id_span)`".
+//!   SELECT group whose id lies in `[group_id_base, group_id_base + group_id_span)`". Those are
+//!   the *logical* buckets: a group in the slotted layout ([`fabricflow_proto::select_slots`])
+//!   is learned as its catalog plus the padding bucket, weighed by its slot counts.
 //! - every controller flow carries `cookie`; table `inject_table` (1) sends other-group traffic
 //!   to the group of its minimal port, matching the destination MAC `02:00:GG:GG:…` (masked),
 //!   table `transit_table` (2) forwards minimally.
