@@ -20,7 +20,7 @@ is; every slow-lane flow matches `eth_dst = hot spot` only; on the wire (tcpdump
 receivers) the contributors' packets arrive with the slow lane's DSCP and the victim's without,
 and, where the bands exist, the victim's delivery port's slow band carries nothing while the
 hot spot's carries the contributors; the unpath comes
-within 2 sweeps after the contributors stop; the victim's throughput with dFtree is at least
+within 3 sweeps after the contributors stop (their queues drain first); the victim's throughput with dFtree is at least
 0.95x without.  The gain itself needs back-pressure (credits or PFC): these links drop instead,
 so there is no head-of-line blocking here for the slow lane to remove (sim/RESULTS.md, "dFtree",
 has the gain, in the simulator).
@@ -226,6 +226,8 @@ class DftreeTests(FabricTestCase):
             wait_until(lambda: any(c["change"] == "unpath" for c in w.changes), 10, "unpath")
             unpath = next(c["sweep"] for c in w.changes if c["change"] == "unpath")
             t(f"unpath at sweep {unpath} (contributors stopped after sweep {stop})", self.t0)
-            self.assertLessEqual(unpath - stop, 2)
+            # The sweep in progress at the stop, one more while the full queues the contributors
+            # left along their paths drain (slower on a loaded machine), the quiet one that clears.
+            self.assertLessEqual(unpath - stop, 3)
             wait_until(lambda: not any(slow_flows(fn).values()), 5, "slow-lane flows removed")
             fn.stop_port_stats()
