@@ -890,8 +890,11 @@ fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
         let Some(sp) = selected.first() else {
             bail!("no switch selected")
         };
-        std::fs::write(g, ofctl::groups_text(sp, select_layout))
-            .with_context(|| format!("writing {}", g.display()))?;
+        std::fs::write(
+            g,
+            ofctl::groups_text(sp, select_layout).map_err(anyhow::Error::msg)?,
+        )
+        .with_context(|| format!("writing {}", g.display()))?;
         std::fs::write(f, ofctl::flows_text(sp))
             .with_context(|| format!("writing {}", f.display()))?;
         return Ok(());
@@ -900,7 +903,7 @@ fn print_plan(args: PlanArgs) -> anyhow::Result<()> {
     match format {
         Format::Ofctl => {
             for sp in &selected {
-                out.push_str(&ofctl::switch_text(sp, select_layout));
+                out.push_str(&ofctl::switch_text(sp, select_layout).map_err(anyhow::Error::msg)?);
             }
         }
         Format::Json => {

@@ -14,8 +14,6 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 
-use fabricflow_proto::conventions::is_path_group;
-use fabricflow_proto::select_slots::SlotGroup;
 use fabricflow_proto::MacAddr;
 
 use crate::plan::ir::{
@@ -208,16 +206,11 @@ fn bucket_text(b: &Bucket, select: bool) -> String {
 }
 
 /// The buckets `g` is installed with: a decision point in the slotted layout becomes its catalog
-/// (weight 0) and its 256 slots (weight 1), as [`crate::planner::group_mod`] writes it.
-fn installed_buckets(g: &Group, layout: SelectLayout) -> Cow<'_, [Bucket]> {
-    if layout != SelectLayout::Slots || g.kind != GroupType::Select || is_path_group(g.id) {
-        return Cow::Borrowed(&g.buckets);
-    }
-    let slotted = crate::planner::group_mod(g, SelectLayout::Weights)
-        .ok()
-        .and_then(|m| SlotGroup::from_logical(&m.buckets).ok());
-    let Some(slotted) = slotted else {
-        return Cow::Borrowed(&g.buckets);
+/// (weight 0) and its 256 slots (weight 1), by [`crate::planner::slotted`] as the installed
+/// GROUP_MOD is.
+fn installed_buckets(g: &Group, layout: SelectLayout) -> Result<Cow<'_, [Bucket]>, String> {
+    let Some(slotted) = crate::planner::slotted(g, layout)? else {
+        return Ok(Cow::Borrowed(&g.buckets));
     };
     let catalog = g.buckets.len().saturating_sub(1);
     let with_weight = |b: &Bucket, weight: u16| Bucket {
@@ -229,11 +222,12 @@ fn installed_buckets(g: &Group, layout: SelectLayout) -> Cow<'_, [Bucket]> {
         .slot_choices()
         .iter()
         .filter_map(|&i| g.buckets.get(i).map(|b| with_weight(b, 1)));
-    Cow::Owned(catalog_buckets.chain(slots).collect())
+    Ok(Cow::Owned(catalog_buckets.chain(slots).collect()))
 }
 
-/// One `add-groups` line, a decision point in `layout`.
-pub fn group_line(g: &Group, layout: SelectLayout) -> String {
+/// One `add-groups` line, a decision point in `layout`; an error where the group cannot take
+/// the layout (the service would refuse to install it too).
+pub fn group_line(g: &Group, layout: SelectLayout) -> Result<String, String> {
     let kind = match g.kind {
         GroupType::All => "all",
         GroupType::Select => "select",
@@ -241,18 +235,22 @@ pub fn group_line(g: &Group, layout: SelectLayout) -> String {
         GroupType::FastFailover => "ff",
     };
     let select = g.kind == GroupType::Select;
-    let buckets: Vec<String> = installed_buckets(g, layout)
+    let buckets: Vec<String> = installed_buckets(g, layout)?
         .iter()
         .map(|b| bucket_text(b, select))
         .collect();
-    format!("group_id={},type={kind},{}", g.id, buckets.join(","))
+    Ok(format!(
+        "group_id={},type={kind},{}",
+        g.id,
+        buckets.join(",")
+    ))
 }
 
 /// The switch's `add-groups` file, decision points in `layout`.
-pub fn groups_text(sp: &SwitchPlan, layout: SelectLayout) -> String {
+pub fn groups_text(sp: &SwitchPlan, layout: SelectLayout) -> Result<String, String> {
     sp.groups
         .iter()
-        .map(|g| group_line(g, layout) + "\n")
+        .map(|g| group_line(g, layout).map(|l| l + "\n"))
         .collect()
 }
 
@@ -262,14 +260,14 @@ pub fn flows_text(sp: &SwitchPlan) -> String {
 }
 
 /// Both sections with comments, for people (each section on its own is a loadable file).
-pub fn switch_text(sp: &SwitchPlan, layout: SelectLayout) -> String {
-    format!(
+pub fn switch_text(sp: &SwitchPlan, layout: SelectLayout) -> Result<String, String> {
+    Ok(format!(
         "# switch {} dpid 0x{:016x}\n# groups (ovs-ofctl -O OpenFlow13 add-groups BRIDGE FILE)\n{}# flows (ovs-ofctl -O OpenFlow13 add-flows BRIDGE FILE)\n{}",
         sp.name,
         sp.dpid,
-        groups_text(sp, layout),
+        groups_text(sp, layout)?,
         flows_text(sp)
-    )
+    ))
 }
 
 /// Canonical form of a flow line from this writer or from `ovs-ofctl dump-flows` (with or
@@ -352,6 +350,43 @@ mod tests {
     use crate::plan::{arp_responder_actions, ports};
 
     #[test]
+    fn text_and_group_mod_share_the_slotted_layout() {
+        let bucket = |weight, port| Bucket {
+            weight,
+            watch_port: Some(port),
+            actions: vec![Action::Output(port)],
+        };
+        let g = Group {
+            id: 1003,
+            kind: GroupType::Select,
+            buckets: vec![bucket(200, 3), bucket(55, 4), bucket(1, 3)],
+        };
+        let line = group_line(&g, SelectLayout::Slots).unwrap();
+        let m = crate::planner::group_mod(&g, SelectLayout::Slots).unwrap();
+        // Catalog (2, weight 0) then 256 slots, as the GROUP_MOD carries them.
+        assert_eq!(m.buckets.len(), 258);
+        assert_eq!(line.matches("bucket=").count(), m.buckets.len());
+        let ports: Vec<&str> = line
+            .split("bucket=")
+            .skip(1)
+            .map(|b| b.rsplit("output:").next().unwrap().trim_end_matches(','))
+            .collect();
+        assert_eq!(ports.iter().filter(|p| **p == "4").count(), 1 + 55);
+        // A group the layout cannot take is refused by both, with the same error.
+        let bad = Group {
+            buckets: vec![bucket(200, 3), bucket(55, 4), bucket(1, 4)],
+            ..g
+        };
+        let e = group_line(&bad, SelectLayout::Slots).unwrap_err();
+        assert_eq!(
+            crate::planner::group_mod(&bad, SelectLayout::Slots).unwrap_err(),
+            e
+        );
+        assert!(e.contains("padding"), "{e}");
+        assert!(group_line(&bad, SelectLayout::Weights).is_ok());
+    }
+
+    #[test]
     fn exact_text() {
         let f = Flow {
             table: 0,
@@ -394,7 +429,7 @@ mod tests {
                 },
             ],
         };
-        let line = group_line(&g, SelectLayout::Weights);
+        let line = group_line(&g, SelectLayout::Weights).unwrap();
         assert_eq!(line, "group_id=1003,type=select,bucket=weight:255,watch_port:3,actions=output:3,bucket=weight:1,watch_port:3,actions=output:3");
         // What OVS 3.1 prints for it.
         let dump = " group_id=1003,type=select,bucket=bucket_id:0,weight:255,watch_port:3,actions=output:3,bucket=bucket_id:1,watch_port:3,actions=output:3";

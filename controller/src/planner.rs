@@ -236,28 +236,43 @@ pub fn flow_mod(f: &ir::Flow) -> Result<FlowMod, String> {
 /// A planned group as an OFPGC_ADD; a decision point (a SELECT group outside the multipath
 /// range) in `layout`.
 pub fn group_mod(g: &ir::Group, layout: SelectLayout) -> Result<GroupMod, String> {
-    let kind = match g.kind {
+    let kind = of_group_type(g.kind);
+    if let Some(slotted) = slotted(g, layout)? {
+        return Ok(GroupMod::add(kind, g.id, slotted.buckets()));
+    }
+    Ok(GroupMod::add(kind, g.id, of_buckets(g)?))
+}
+
+/// `g` in the slotted layout, or `None` where `layout` installs it as planned (the weighted
+/// layout, or not a decision point). The one conversion both the installed GROUP_MODs and the
+/// `ovs-ofctl` text ([`crate::ofctl::group_line`]) use.
+pub fn slotted(g: &ir::Group, layout: SelectLayout) -> Result<Option<SlotGroup>, String> {
+    if layout != SelectLayout::Slots || g.kind != GroupType::Select || is_path_group(g.id) {
+        return Ok(None);
+    }
+    SlotGroup::from_logical(&of_buckets(g)?)
+        .map(Some)
+        .map_err(|e| format!("group {} in the slotted layout: {e}", g.id))
+}
+
+fn of_group_type(kind: GroupType) -> OfGroupType {
+    match kind {
         GroupType::All => OfGroupType::All,
         GroupType::Select => OfGroupType::Select,
         GroupType::Indirect => OfGroupType::Indirect,
         GroupType::FastFailover => OfGroupType::FastFailover,
-    };
-    let buckets = g
-        .buckets
+    }
+}
+
+fn of_buckets(g: &ir::Group) -> Result<Vec<OfBucket>, String> {
+    g.buckets
         .iter()
         .map(|b| {
             let mut out = OfBucket::new(b.weight, actions(&b.actions)?);
             out.watch_port = b.watch_port.unwrap_or(OFPP_ANY);
             Ok(out)
         })
-        .collect::<Result<Vec<_>, String>>()?;
-    let decision_point = kind == OfGroupType::Select && !is_path_group(g.id);
-    if layout == SelectLayout::Slots && decision_point {
-        let slotted = SlotGroup::from_logical(&buckets)
-            .map_err(|e| format!("group {} in the slotted layout: {e}", g.id))?;
-        return Ok(GroupMod::add(kind, g.id, slotted.buckets()));
-    }
-    Ok(GroupMod::add(kind, g.id, buckets))
+        .collect()
 }
 
 fn mask_mac(m: Masked<MacAddr>) -> (MacAddr, Option<MacAddr>) {

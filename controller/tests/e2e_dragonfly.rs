@@ -205,7 +205,7 @@ async fn dragonfly_planner_on_ovs_end_to_end() {
     for (b, w) in grp.buckets.iter_mut().zip(weights) {
         b.weight = w;
     }
-    let line = ofctl::group_line(&grp, SelectLayout::Slots);
+    let line = ofctl::group_line(&grp, SelectLayout::Slots).unwrap();
     let br = bed.bridge_of("g0s0");
     br.ofctl(&["mod-group", br.name(), &line]);
     let want = ofctl::normalize_group_line(&line).unwrap();

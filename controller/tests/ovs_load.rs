@@ -153,7 +153,11 @@ fn load_and_compare(
 
     let groups_file = dir.join(format!("{br}.groups"));
     let flows_file = dir.join(format!("{br}.flows"));
-    std::fs::write(&groups_file, ofctl::groups_text(sp, SelectLayout::Slots)).unwrap();
+    std::fs::write(
+        &groups_file,
+        ofctl::groups_text(sp, SelectLayout::Slots).unwrap(),
+    )
+    .unwrap();
     std::fs::write(&flows_file, ofctl::flows_text(sp)).unwrap();
     run(
         "ovs-ofctl",
@@ -185,7 +189,7 @@ fn load_and_compare(
     )
     .unwrap();
     let want_groups = lines(
-        &ofctl::groups_text(sp, SelectLayout::Slots),
+        &ofctl::groups_text(sp, SelectLayout::Slots).unwrap(),
         ofctl::normalize_group_line,
     );
     let got_groups = lines(&dumped_groups, ofctl::normalize_group_line);

@@ -121,6 +121,7 @@ impl Testbed {
                 .collect();
             want_f.sort();
             let mut want_g: Vec<String> = ofctl::groups_text(sp, SelectLayout::default())
+                .unwrap()
                 .lines()
                 .filter_map(ofctl::normalize_group_line)
                 .collect();
