@@ -131,6 +131,12 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with weighted SELECT buckets instead of slot buckets",
          program="controller", agent_variant="combined",
          controller={"select_layout": "weights"}),
+    # Feedback comparison weighing the candidates' congestion by a Dragonfly detour's two global
+    # links (UGAL's queue x hops; docs/DESIGN.md section 5, `policy.fbcomp_nonminimal_factor`).
+    Mode("qcnsw-combined-f2",
+         "qcnsw-combined with the candidates' congestion weighed x2 (fbcomp_nonminimal_factor)",
+         program="controller", agent_variant="combined",
+         agent={"policy.fbcomp_nonminimal_factor": 2.0}),
     # The same with the tap on the port's own interface (transmitted frames, cloned by the
     # kernel for the tap) instead of the veth link's far end (the shipped `auto`).
     Mode("qcnsw-combined-cpidle-egress",

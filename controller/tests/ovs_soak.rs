@@ -2,7 +2,9 @@
 //! garbage connections against the controller, while one real Open vSwitch bridge stays synced.
 //! Memory must stay flat across rounds, the cap must refuse exactly the excess, and the bridge
 //! must keep every flow. Loopback only; `FABRICFLOW_SKIP_OVS=1` skips. The controller runs in
-//! this process with the binary's allocator, so RSS here is what an operator would see.
+//! this process with the binary's allocator, so RSS here is what an operator would see; a leak
+//! is judged on the bytes allocated (jemalloc's count), which do not depend on when jemalloc
+//! returns freed pages to the kernel.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -38,6 +40,13 @@ fn rss_kib() -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap()
+}
+
+/// Bytes this process holds allocated, in KiB: what a leak grows, unlike RSS, which also holds
+/// the freed pages jemalloc has not yet returned (its background thread may sleep past a round).
+fn allocated_kib() -> u64 {
+    tikv_jemalloc_ctl::epoch::advance().unwrap();
+    tikv_jemalloc_ctl::stats::allocated::read().unwrap() as u64 / 1024
 }
 
 /// RSS once the allocator has given back what it will: polled until it changes by less than
@@ -146,6 +155,7 @@ async fn churn_and_garbage_keep_memory_flat_and_the_bridge_synced() {
     let rss_start = settled_rss_kib().await;
     let mut after = Vec::new();
     let mut held = Vec::new();
+    let mut allocated = Vec::new();
     for round in 0..ROUNDS {
         let refused_before = m.connections_refused.get();
         let socks = tokio::task::spawn_blocking(move || hello_only(addr, cap + excess))
@@ -180,10 +190,13 @@ async fn churn_and_garbage_keep_memory_flat_and_the_bridge_synced() {
             "garbage within the cap"
         );
         let rss_after = settled_rss_kib().await;
+        let allocated_after = allocated_kib();
         held.push(rss_held);
         after.push(rss_after);
+        allocated.push(allocated_after);
         eprintln!(
-            "round {round}: RSS {rss_held} KiB with {cap} peers held, {rss_after} KiB after close"
+            "round {round}: RSS {rss_held} KiB with {cap} peers held, {rss_after} KiB after \
+             close, {allocated_after} KiB allocated"
         );
     }
     stop.store(true, Ordering::Relaxed);
@@ -196,10 +209,19 @@ async fn churn_and_garbage_keep_memory_flat_and_the_bridge_synced() {
         "RSS {rss_start} KiB before; held {held:?} KiB, after close {after:?} KiB; \
          {per_1000} KiB per 1000 held peers (cap {cap})"
     );
-    let (first, last) = (after[0], *after.last().unwrap());
+    // No leak: what stays allocated after a storm does not grow with the storms (the slack
+    // covers the watcher's and the runtime's buffers of the moment).
+    let (first, last) = (allocated[0], *allocated.last().unwrap());
     assert!(
-        last * 10 <= first * 12,
-        "RSS after {ROUNDS} rounds {last} KiB > 1.2 × {first} KiB after the first"
+        last * 10 <= first * 11 + 5120,
+        "allocated after {ROUNDS} rounds {last} KiB > 1.1 × {first} KiB + 512 after the first: {allocated:?}"
+    );
+    // And memory does not ratchet: after any storm RSS is at most a held storm's.
+    let peak = held[0] * 12 / 10;
+    assert!(
+        after.iter().all(|&a| a <= peak),
+        "RSS after close {after:?} KiB above 1.2 × the first round's held {} KiB",
+        held[0]
     );
     // The bridge kept every flow, was never resynced and is still in sync.
     assert!(samples.load(Ordering::Relaxed) >= ROUNDS, "flows sampled");
