@@ -177,7 +177,7 @@ impl CongestionPoint {
     }
 
     /// The nominal (not randomised) interval the last sample set: what a pre-sampler sizes
-    /// itself to ([`presample_divisor`]).
+    /// itself to ([`presample_scale`]).
     pub fn nominal_interval_bytes(&self) -> u64 {
         sampling_interval_bytes(&self.cfg, self.last.map_or(0, |f| f.qntz_fb))
     }
@@ -206,24 +206,17 @@ impl CongestionPoint {
 /// Frames shorter than this are not data (TCP ACKs, ARP): they do not make a host a source.
 pub const CENSUS_MIN_FRAME_BYTES: u64 = 512;
 
-/// A full Ethernet frame (1500-octet MTU), the unit a pre-sampler sizes its divisor in.
-pub const FULL_FRAME_BYTES: u64 = 1514;
-
-/// The largest pre-sampling divisor: beyond it a sample would wait on too few frames for the
-/// scaled byte count to track the interval on a lightly loaded port.
-pub const MAX_PRESAMPLE_DIVISOR: u32 = 64;
-
-/// How many data frames a pre-sampler (the emulated CP's kernel filter) passes one of, on
-/// average, for a sampling interval of `interval_bytes`: about two full frames per interval, so
-/// a sample is still taken within a frame or two of where counting every frame would take it;
-/// 1 (every frame) once the interval is shorter than two full frames. Each frame passed then
-/// counts for `divisor` times its length: the expected byte count, hence the sampling rate, is
-/// that of counting every frame.
-pub fn presample_divisor(interval_bytes: u64) -> u32 {
-    let n = interval_bytes / (2 * FULL_FRAME_BYTES);
-    u32::try_from(n)
-        .unwrap_or(u32::MAX)
-        .clamp(1, MAX_PRESAMPLE_DIVISOR)
+/// The emulated CP's kernel pre-sampler ([`presample_scale`]): a frame of `len` octets becomes
+/// a sample with probability `len / interval`, decided by one 32-bit random draw against
+/// `len · scale`, so every octet sent has one chance in `interval` of making its frame the
+/// sample — the 802.1Qau sampling rate for any mix of frame sizes, with one frame copied to the
+/// CP per sample and none in between. The draw randomises the interval, as the standard's
+/// jitter does. The scale for a nominal interval of `interval_bytes`: ⌊2³² / interval⌋, at
+/// least 1. A frame at least `interval_bytes` long is always a sample (the filter checks
+/// that before multiplying, so `len · scale` never exceeds 2³²).
+pub fn presample_scale(interval_bytes: u64) -> u32 {
+    let scale = (1u64 << 32) / interval_bytes.max(1);
+    u32::try_from(scale).unwrap_or(u32::MAX).max(1)
 }
 
 /// The hosts that recently sent data through one port (`cp.min_sources`): the oversubscription
@@ -300,15 +293,29 @@ mod tests {
     }
 
     #[test]
-    fn presample_divisor_keeps_two_full_frames_per_interval() {
-        assert_eq!(presample_divisor(0), 1);
-        assert_eq!(presample_divisor(2 * FULL_FRAME_BYTES - 1), 1);
-        assert_eq!(presample_divisor(2 * FULL_FRAME_BYTES), 1);
-        assert_eq!(presample_divisor(4 * FULL_FRAME_BYTES), 2);
-        // The harness's base (10 full frames) and 802.1Qau's (150 KB) at QntzFb < 8.
-        assert_eq!(presample_divisor(15_140), 5);
-        assert_eq!(presample_divisor(150_000), 49);
-        assert_eq!(presample_divisor(u64::MAX), MAX_PRESAMPLE_DIVISOR);
+    fn presample_scale_is_the_per_octet_probability_in_a_32_bit_draw() {
+        // One chance in `interval` per octet: a full frame at 802.1Qau's 150 KB passes with
+        // probability 1514 / 150 000.
+        let k = presample_scale(150_000);
+        assert_eq!(k, 28_633);
+        let p = f64::from(1514 * k) / 4_294_967_296.0;
+        assert!((p - 1514.0 / 150_000.0).abs() < 1e-6, "{p}");
+        // The harness's base at QntzFb 0 and the shortest interval of 802.1Qau's table.
+        assert_eq!(presample_scale(15_000), 286_331);
+        assert_eq!(presample_scale(18_500), 232_160);
+        // Degenerate intervals stay usable: 0 octets is "every octet", 2^40 never overflows.
+        assert_eq!(presample_scale(0), u32::MAX);
+        assert_eq!(presample_scale(1), u32::MAX);
+        assert_eq!(presample_scale(1 << 40), 1);
+    }
+
+    /// Below the interval, len · scale < 2^32: the filter's multiplication cannot wrap.
+    #[test]
+    fn presample_product_fits_below_the_interval() {
+        for interval in [2u64, 512, 1514, 9000, 15_000, 150_000, 1 << 20] {
+            let k = u64::from(presample_scale(interval));
+            assert!((interval - 1) * k < 1 << 32, "{interval}");
+        }
     }
 
     #[test]

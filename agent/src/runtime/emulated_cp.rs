@@ -13,13 +13,13 @@
 //!   the port's interface ([`Tap`], `port_socket`), drained at most every `batch_period`
 //!   while frames come and waited on with `poll` when none do. The socket's classic BPF
 //!   filter ([`data_sample_on`]) passes only the port's *data* frames (transmitted by it, or
-//!   received at its far end), and of those only one in `divisor`, drawn with the kernel's
-//!   random number: the CP needs one sample per sampling interval (tens of frames at low
-//!   feedback), not every frame, and a frame the filter drops is never queued, woken for or
-//!   copied. `divisor` ([`crate::cp::presample_divisor`]) keeps about two passed frames per
-//!   nominal interval, and each passed frame counts for `divisor` times its length, so the
-//!   expected byte count — hence the sampling rate — is that of counting every data frame; the
-//!   filter is replaced when a sample changes the interval. The sampled frame gets a CNM when
+//!   received at its far end), and of those only the samples: a frame of `len` octets with
+//!   probability `len / interval`, drawn with the kernel's random number
+//!   ([`crate::cp::presample_scale`]), so the sampling rate per octet is 802.1Qau's for any
+//!   mix of frame sizes and every frame the CP receives is a sample: the CP needs one frame
+//!   per sampling interval (tens of frames at low feedback), and a frame the filter drops is
+//!   never queued, woken for or copied. The filter is replaced when a sample changes the
+//!   interval. The sampled frame gets a CNM when
 //!   Fb < 0 — if it is a culprit: a frame from a host (source MAC in the `02:00` plan) — and,
 //!   with `cp.min_sources` > 1, if the port's [`SourceCensus`] admits it (enough distinct hosts
 //!   among the frames passed lately);
@@ -55,7 +55,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::config::AgentConfig;
-use crate::cp::{presample_divisor, CongestionPoint, SourceCensus, CENSUS_MIN_FRAME_BYTES};
+use crate::cp::{presample_scale, CongestionPoint, SourceCensus, CENSUS_MIN_FRAME_BYTES};
 use crate::plan::host_group;
 use crate::qdisc::{
     dump_qdiscs_request, get_root_qdisc_request, parse_root_backlog, parse_root_qdiscs, QueueStats,
@@ -173,8 +173,9 @@ pub struct CpPortStatus {
     pub qdisc_drops: u32,
     /// Samples taken.
     pub samples: u64,
-    /// The port filter passes one data frame in this many to the CP (1 until the first sample).
-    pub presample_divisor: u32,
+    /// The sampling interval the port's filter draws with, octets (802.1Qau's table at the
+    /// last sample's QntzFb).
+    pub sampling_interval_bytes: u64,
     /// CNMs generated.
     pub cnms: u64,
     /// Congested samples without a CNM because fewer than `cp.min_sources` hosts sent data
@@ -194,7 +195,7 @@ pub struct CpStatus {
     pub ports: Vec<CpPortStatus>,
     /// Backlog readings that failed.
     pub netlink_errors: u64,
-    /// Data frames the port filters passed to the CP (one in `presample_divisor` of those sent).
+    /// Data frames the port filters passed to the CP: one per sample.
     pub frames_seen: u64,
     /// Generated CNMs dropped because the switch task was busy.
     pub cnms_dropped_busy: u64,
@@ -354,8 +355,9 @@ fn sample_forever(inbox: &Mutex<Vec<SwitchCp>>, mut qdisc: QdiscReader) {
             next_gauge = next_gauge.min(s.next_gauge);
         }
         let mut frames = 0u64;
-        for s in &mut switches {
-            frames += s.drain(&mut qdisc, &mut rng, &mut buf);
+        let ready = readable(&switches);
+        for (s, ready) in switches.iter_mut().zip(&ready) {
+            frames += s.drain(ready, &mut qdisc, &mut rng, &mut buf);
         }
         if frames > 0 {
             let batch = switches.iter().map(|s| s.batch).min().unwrap_or(IDLE);
@@ -375,8 +377,8 @@ fn sample_forever(inbox: &Mutex<Vec<SwitchCp>>, mut qdisc: QdiscReader) {
 struct SwitchCp {
     ports: Vec<CpPort>,
     switch_mac: MacAddr,
-    /// Per port: its socket and the pre-sampling divisor its filter applies.
-    socks: Vec<(socket2::Socket, u32)>,
+    /// Per port: its socket and the sampling interval its filter draws with, octets.
+    socks: Vec<(socket2::Socket, u64)>,
     cps: Vec<CongestionPoint>,
     censuses: Vec<SourceCensus>,
     min_sources: u32,
@@ -406,8 +408,8 @@ impl SwitchCp {
         }
         let mut socks = Vec::with_capacity(ports.len());
         for (p, cp) in ports.iter().zip(&cps) {
-            let divisor = presample_divisor(cp.nominal_interval_bytes());
-            socks.push((port_socket(p.tap, divisor)?, divisor));
+            let interval = cp.nominal_interval_bytes();
+            socks.push((port_socket(p.tap, interval)?, interval));
         }
         let status = Arc::new(Mutex::new(CpStatus {
             ports: ports
@@ -472,10 +474,20 @@ impl SwitchCp {
         }
     }
 
-    /// Reads every frame waiting on this switch's sockets; how many there were.
-    fn drain(&mut self, qdisc: &mut QdiscReader, rng: &mut impl Rng, buf: &mut [u8]) -> u64 {
+    /// Reads every frame waiting on this switch's sockets marked in `ready` (all when it is
+    /// shorter); how many there were.
+    fn drain(
+        &mut self,
+        ready: &[bool],
+        qdisc: &mut QdiscReader,
+        rng: &mut impl Rng,
+        buf: &mut [u8],
+    ) -> u64 {
         let mut frames = 0;
         for i in 0..self.socks.len() {
+            if !ready.get(i).copied().unwrap_or(true) {
+                continue;
+            }
             while let Some((sock, _)) = self.socks.get(i) {
                 let (n, addr) = match recvfrom::<LinkAddr>(sock.as_raw_fd(), buf) {
                     Ok(r) => r,
@@ -503,7 +515,7 @@ impl SwitchCp {
     fn on_frame(&mut self, i: usize, frame: &[u8], qdisc: &mut QdiscReader, rng: &mut impl Rng) {
         let n = frame.len() as u64;
         let min_sources = self.min_sources;
-        let (Some(cp), Some(p), Some(&qb), Some((sock, divisor))) = (
+        let (Some(cp), Some(p), Some(&qb), Some((sock, interval))) = (
             self.cps.get_mut(i),
             self.ports.get(i),
             self.q.get(i),
@@ -511,9 +523,6 @@ impl SwitchCp {
         ) else {
             return;
         };
-        // The frame stands for `divisor` data frames of its length (the kernel passed one in
-        // `divisor`).
-        let bytes = n.saturating_mul(u64::from(*divisor));
         // Only with the gate on: the census costs a clock read and a look-up per frame.
         let now_us = if min_sources > 1 {
             let now = u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -524,36 +533,27 @@ impl SwitchCp {
         } else {
             0
         };
-        // Only the sample uses Q: read it then, for this port only.
-        let qb = if bytes >= cp.until_sample_bytes() {
-            match qdisc.backlog_bytes(p.ifindex) {
-                Ok(b) => {
-                    if let Some(slot) = self.q.get_mut(i) {
-                        *slot = b;
-                    }
-                    b
+        // The kernel drew this frame as the sample (`data_sample_on`): Q now, for this port.
+        let qb = match qdisc.backlog_bytes(p.ifindex) {
+            Ok(b) => {
+                if let Some(slot) = self.q.get_mut(i) {
+                    *slot = b;
                 }
-                Err(_) => {
-                    if let Ok(mut s) = self.status.lock() {
-                        s.netlink_errors += 1;
-                    }
-                    qb
+                b
+            }
+            Err(_) => {
+                if let Ok(mut s) = self.status.lock() {
+                    s.netlink_errors += 1;
                 }
+                qb
             }
-        } else {
-            qb
         };
-        let Some(fb) = cp.on_enqueue(bytes, qb, rng.gen()) else {
-            if let Ok(mut s) = self.status.lock() {
-                s.frames_seen += 1;
-            }
-            return;
-        };
-        // The next interval may want another divisor (a congested port samples more often);
-        // a filter that cannot be replaced keeps the old one, still unbiased.
-        let next = presample_divisor(cp.nominal_interval_bytes());
-        if next != *divisor && sock.attach_filter(&data_sample_on(p.tap, next)).is_ok() {
-            *divisor = next;
+        let fb = cp.sample(qb, rng.gen());
+        // The next interval may differ (a congested port samples more often); a filter that
+        // cannot be replaced keeps drawing at the old one.
+        let next = cp.nominal_interval_bytes();
+        if next != *interval && sock.attach_filter(&data_sample_on(p.tap, next)).is_ok() {
+            *interval = next;
         }
         // `admitted`: congested, and the census (if on) lets it through.
         let (admitted, sources) = if fb.congested() {
@@ -585,7 +585,7 @@ impl SwitchCp {
                 })
             });
         let sent = cnm.map(|c| self.tx.try_send(c).is_ok());
-        let divisor = *divisor;
+        let interval = *interval;
         if let Ok(mut s) = self.status.lock() {
             s.frames_seen += 1;
             if sent == Some(false) {
@@ -593,7 +593,7 @@ impl SwitchCp {
             }
             if let Some(st) = s.ports.get_mut(i) {
                 st.samples += 1;
-                st.presample_divisor = divisor;
+                st.sampling_interval_bytes = interval;
                 st.last_fb = fb.fb;
                 if fb.congested() && min_sources > 1 {
                     st.sources = u32::try_from(sources).unwrap_or(u32::MAX);
@@ -609,6 +609,27 @@ impl SwitchCp {
     }
 }
 
+/// Per switch, per socket: whether a frame waits, from one `poll` over every socket, so a
+/// sweep reads only the sockets that have frames (most ports see no sample in a batch period;
+/// a `recv` on each would be one failing system call per port per sweep). When `poll` fails,
+/// every socket is marked, which is always safe.
+fn readable(switches: &[SwitchCp]) -> Vec<Vec<bool>> {
+    use std::os::fd::AsFd;
+    let mut fds: Vec<PollFd<'_>> = switches
+        .iter()
+        .flat_map(|s| s.socks.iter())
+        .map(|(sock, _)| PollFd::new(sock.as_fd(), PollFlags::POLLIN))
+        .collect();
+    let polled = poll(&mut fds, PollTimeout::ZERO).is_ok();
+    let mut flags = fds
+        .iter()
+        .map(|f| !polled || f.revents().is_none_or(|r| !r.is_empty()));
+    switches
+        .iter()
+        .map(|s| flags.by_ref().take(s.socks.len()).collect())
+        .collect()
+}
+
 /// Blocks until one of `socks` has a frame to read, or `timeout` passes.
 fn wait_readable(socks: &[&socket2::Socket], timeout: Duration) {
     use std::os::fd::AsFd;
@@ -622,8 +643,8 @@ fn wait_readable(socks: &[&socket2::Socket], timeout: Duration) {
     let _ = poll(&mut fds, timeout);
 }
 
-/// A non-blocking packet socket receiving one in `divisor` of the data frames the port
-/// transmitted, at `tap` ([`data_sample_on`]).
+/// A non-blocking packet socket receiving, at `tap`, the data frames the port transmitted that
+/// are samples at a sampling interval of `interval_bytes` ([`data_sample_on`]).
 ///
 /// Bound to the interface, the socket sits on that device's tap list: the kernel hands it only
 /// that device's frames. On a device's transmit side every tap costs a clone of every frame
@@ -635,7 +656,7 @@ fn wait_readable(socks: &[&socket2::Socket], timeout: Duration) {
 /// drops costs a few BPF instructions (and, at [`Tap::Egress`], the clone), no queueing,
 /// wake-up or copy to user space. Non-blocking and drained in batches (`batch_period_us`): no
 /// reader sleeps in `recv`.
-fn port_socket(tap: Tap, divisor: u32) -> std::io::Result<socket2::Socket> {
+fn port_socket(tap: Tap, interval_bytes: u64) -> std::io::Result<socket2::Socket> {
     let fd = socket(
         AddressFamily::Packet,
         SockType::Raw,
@@ -650,7 +671,7 @@ fn port_socket(tap: Tap, divisor: u32) -> std::io::Result<socket2::Socket> {
     // Room for a batch period of frames (the kernel caps it at rmem_max).
     let _ = setsockopt(&fd, sockopt::RcvBuf, &(1 << 20));
     let sock = socket2::Socket::from(fd);
-    sock.attach_filter(&data_sample_on(tap, divisor))?;
+    sock.attach_filter(&data_sample_on(tap, interval_bytes))?;
     Ok(sock)
 }
 
@@ -725,6 +746,9 @@ const BPF_LD_W_ABS: u16 = 0x20;
 const BPF_LD_W_LEN: u16 = 0x80;
 const BPF_JEQ_K: u16 = 0x15;
 const BPF_JGE_K: u16 = 0x35;
+const BPF_JGE_X: u16 = 0x3d;
+const BPF_MUL_K: u16 = 0x24;
+const BPF_TAX: u16 = 0x07;
 const BPF_RET_K: u16 = 0x06;
 const SKF_AD_PKTTYPE: u32 = 0xffff_f000 + 4;
 const SKF_AD_IFINDEX: u32 = 0xffff_f000 + 8;
@@ -741,43 +765,44 @@ enum Go {
 /// The kernel half of the emulated CP's sampling: a BPF program passing, whole, the frames
 /// the port transmitted (outgoing on its interface, or incoming at its far end) that are data
 /// (at least [`CENSUS_MIN_FRAME_BYTES`]: ACKs, ARP and CNMs neither fill a queue nor earn one)
-/// and win a 1-in-`divisor` draw of the kernel's random number; everything else is dropped
-/// before it is queued to the socket. The CP counts each frame passed as `divisor` frames of
-/// its length ([`crate::cp::presample_divisor`]).
-pub fn data_sample_on(tap: Tap, divisor: u32) -> Vec<socket2::SockFilter> {
-    bpf_data_sample_on(tap, divisor)
+/// and are drawn as the sample: a frame of `len` octets with probability `len /
+/// interval_bytes` (the kernel's random number against `len` · [`presample_scale`]), always
+/// once `len` ≥ the interval. Everything else is dropped before it is queued to the socket, so
+/// the CP receives one frame per sample and nothing between samples.
+pub fn data_sample_on(tap: Tap, interval_bytes: u64) -> Vec<socket2::SockFilter> {
+    bpf_data_sample_on(tap, interval_bytes)
         .iter()
         .map(|&(code, jt, jf, k)| socket2::SockFilter::new(code, jt, jf, k))
         .collect()
 }
 
 /// The program as (code, jt, jf, k) tuples.
-fn bpf_data_sample_on(tap: Tap, divisor: u32) -> Vec<(u16, u8, u8, u32)> {
+fn bpf_data_sample_on(tap: Tap, interval_bytes: u64) -> Vec<(u16, u8, u8, u32)> {
     let min_len = u32::try_from(CENSUS_MIN_FRAME_BYTES).unwrap_or(u32::MAX);
+    // A frame this long is always a sample; below it len · scale < 2^32 (presample_scale).
+    let interval = u32::try_from(interval_bytes)
+        .unwrap_or(u32::MAX)
+        .max(min_len);
     // Egress keeps the outgoing frames of the port, the far end its incoming ones.
     let (outgoing, other) = match tap {
         Tap::Egress(_) => (Go::Next, Go::Drop),
         Tap::FarEnd(_) => (Go::Drop, Go::Next),
     };
-    let mut body: Vec<(u16, Go, Go, u32)> = vec![
+    let scale = presample_scale(interval_bytes);
+    let body: Vec<(u16, Go, Go, u32)> = vec![
         (BPF_LD_W_ABS, Go::Next, Go::Next, SKF_AD_PKTTYPE),
         (BPF_JEQ_K, outgoing, other, u32::from(PACKET_OUTGOING)),
         (BPF_LD_W_ABS, Go::Next, Go::Next, SKF_AD_IFINDEX),
         (BPF_JEQ_K, Go::Next, Go::Drop, tap.ifindex()),
         (BPF_LD_W_LEN, Go::Next, Go::Next, 0),
-        (
-            BPF_JGE_K,
-            if divisor > 1 { Go::Next } else { Go::Accept },
-            Go::Drop,
-            min_len,
-        ),
+        (BPF_JGE_K, Go::Next, Go::Drop, min_len),
+        (BPF_JGE_K, Go::Accept, Go::Next, interval),
+        // X = len · scale; accept iff random < X.
+        (BPF_MUL_K, Go::Next, Go::Next, scale),
+        (BPF_TAX, Go::Next, Go::Next, 0),
+        (BPF_LD_W_ABS, Go::Next, Go::Next, SKF_AD_RANDOM),
+        (BPF_JGE_X, Go::Drop, Go::Accept, 0),
     ];
-    if divisor > 1 {
-        // Accept iff random < 2^32 / divisor.
-        let threshold = u32::try_from((1u64 << 32) / u64::from(divisor)).unwrap_or(u32::MAX);
-        body.push((BPF_LD_W_ABS, Go::Next, Go::Next, SKF_AD_RANDOM));
-        body.push((BPF_JGE_K, Go::Drop, Go::Accept, threshold));
-    }
     // Drop, then accept, after the body; the body is < 16 instructions, so offsets fit a u8.
     let (drop_at, accept_at) = (body.len(), body.len() + 1);
     let offset = |i: usize, go: Go| -> u8 {
@@ -818,7 +843,7 @@ mod tests {
 
     /// Runs the filter program the way the kernel would.
     fn run(prog: &[(u16, u8, u8, u32)], f: &Frame) -> u32 {
-        let (mut pc, mut a) = (0usize, 0u32);
+        let (mut pc, mut a, mut x) = (0usize, 0u32, 0u32);
         loop {
             let (code, jt, jf, k) = prog[pc];
             let jump = |taken: bool| 1 + usize::from(if taken { jt } else { jf });
@@ -838,6 +863,16 @@ mod tests {
                 }
                 BPF_JEQ_K => pc += jump(a == k),
                 BPF_JGE_K => pc += jump(a >= k),
+                BPF_JGE_X => pc += jump(a >= x),
+                BPF_MUL_K => {
+                    // The kernel's ALU is 32-bit and wraps.
+                    a = a.wrapping_mul(k);
+                    pc += 1;
+                }
+                BPF_TAX => {
+                    x = a;
+                    pc += 1;
+                }
                 BPF_RET_K => return k,
                 _ => panic!("unexpected opcode {code:#x}"),
             }
@@ -913,43 +948,42 @@ mod tests {
         );
     }
 
-    #[test]
-    fn filter_passes_one_data_frame_in_divisor() {
-        for divisor in [2u32, 5, 49, 64] {
-            let prog = bpf_data_sample_on(Tap::Egress(3), divisor);
-            // Over an even spread of random values, the share passed is 1/divisor.
-            let steps = 1u64 << 16;
-            let passed = (0..steps)
-                .filter(|i| {
-                    let random = u32::try_from((i << 32) / steps).unwrap();
-                    run(
-                        &prog,
-                        &Frame {
-                            pkttype: 4,
-                            ifindex: 3,
-                            len: 1514,
-                            random,
-                        },
-                    ) != 0
-                })
-                .count() as u64;
-            assert!(
-                passed.abs_diff(steps / u64::from(divisor)) <= 1,
-                "{divisor}: {passed}"
-            );
-            // Never a non-data frame, whatever the draw.
-            assert_eq!(
+    /// The share of `len`-octet frames the filter passes over an even spread of draws.
+    fn passed_share(prog: &[(u16, u8, u8, u32)], len: u32) -> f64 {
+        let steps = 1u64 << 16;
+        let passed = (0..steps)
+            .filter(|i| {
+                let random = u32::try_from((i << 32) / steps).unwrap();
                 run(
-                    &prog,
+                    prog,
                     &Frame {
                         pkttype: 4,
                         ifindex: 3,
-                        len: 66,
-                        random: 0
-                    }
-                ),
-                0
-            );
+                        len,
+                        random,
+                    },
+                ) != 0
+            })
+            .count();
+        passed as f64 / steps as f64
+    }
+
+    /// Every octet has one chance in `interval` of making its frame the sample: a frame passes
+    /// with probability len / interval, a frame at least `interval` long always, a non-data
+    /// frame never.
+    #[test]
+    fn filter_passes_a_frame_with_probability_len_over_interval() {
+        for interval in [600u64, 1514, 2000, 15_000, 18_500, 150_000, 1 << 33] {
+            let prog = bpf_data_sample_on(Tap::Egress(3), interval);
+            for len in [512u32, 1000, 1514, 9000, 65_535] {
+                let want = (f64::from(len) / interval as f64).min(1.0);
+                let got = passed_share(&prog, len);
+                assert!(
+                    (got - want).abs() <= 2.0 / 65_536.0 + want * 1e-4,
+                    "interval {interval}, len {len}: {got} vs {want}"
+                );
+            }
+            assert_eq!(passed_share(&prog, 66), 0.0, "{interval}");
         }
     }
 }
