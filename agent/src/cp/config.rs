@@ -26,7 +26,8 @@ pub struct CpConfig {
     /// buffers fill in fewer).
     pub sampling_base_bytes: u64,
     /// Relative randomisation of every sampling interval, ± this fraction. Default 0.15 (±15 %),
-    /// to avoid synchronisation between congestion points. Must be in [0, 1).
+    /// to avoid synchronisation between congestion points. Must be in [0, 1). The emulated CP's
+    /// kernel draw (`presample_scale`) randomises its intervals instead.
     pub sampling_jitter_fraction: f64,
     /// fabricflow's addition for loaded TCP fabrics, emulated CP only (off at the default 1; the
     /// simulator ignores it): a congested sample yields a CNM only if at least this many
