@@ -110,13 +110,21 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with the emulated CP sampling but unable to fire (Qeq 5 GB)",
          program="controller", agent_variant="combined",
          agent={"link.buffer_bytes": 10_000_000_000}),
-    # CNMs generated and charged, P moving, but no weight ever written (the write interval's
-    # floor 1000 s): what the writes themselves cost (OVS revalidation, live flows re-hashed
-    # onto other buckets) against qcnsw-combined.
-    Mode("qcnsw-combined-nowrites",
-         "qcnsw-combined with no weight write (weights.min_update_interval_floor_us = 1e9)",
+    # CNMs generated, sent and charged, P moving, but no weight ever written: against CP idle
+    # what the CNMs themselves cost; against qcnsw-combined what the writes (diversion, OVS
+    # revalidation, live flows re-hashed onto other buckets) cost or gain.
+    # A write only when some bucket moves by 10 % (26 of 255 quanta): small diversions, which
+    # under TCP move live flows for little, are never written.
+    Mode("qcnsw-combined-mc26",
+         "qcnsw-combined writing only changes of at least 26 quanta (weights.min_change_quanta)",
          program="controller", agent_variant="combined",
-         agent={"weights.min_update_interval_floor_us": 1_000_000_000}),
+         agent={"weights.min_change_quanta": 26}),
+    Mode("qcnsw-combined-nowrites",
+         "qcnsw-combined writing no weight (weights.min_change_quanta = 255: P stays >= 5 %, so "
+         "no bucket can move that far; an interval floor would still write each group's first "
+         "change and freeze it)",
+         program="controller", agent_variant="combined",
+         agent={"weights.min_change_quanta": 255}),
     # CNMs by OpenFlow, as on a switch whose ports are not the agent's Linux interfaces: the
     # emulated CP's CNMs injected by PACKET_OUT, CNMs from fabric ports delivered by packet-in
     # (the harness's controller drops them for the agent to read from the veths).
