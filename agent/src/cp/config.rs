@@ -35,8 +35,10 @@ pub struct CpConfig {
     /// every bottleneck queue whatever the oversubscription, so Fb alone cannot tell a link a
     /// few sources fill from a many-to-one hot spot.
     pub min_sources: u32,
-    /// The window of `min_sources`, in octets of line time. Default 300 000 (1 s at 2.4 Mb/s):
-    /// long enough for every active TCP source of the port to show a frame.
+    /// The window of `min_sources`, in octets of line time. Default 300 000 (1 s at 2.4 Mb/s).
+    /// The census sees the frames the CP samples, one per sampling interval (about 20 in a
+    /// window of a busy port at the default base), so a source with a small share of the port
+    /// may go uncounted.
     pub source_window_line_bytes: u64,
 }
 
