@@ -113,6 +113,9 @@ def main(argv=None):
     ap.add_argument("--duration", type=int, default=60)
     ap.add_argument("--warmup", type=float, default=20.0)
     ap.add_argument("--queue-pkts", type=int, default=50)
+    ap.add_argument("--port-stats", action=argparse.BooleanOptionalAction, default=False,
+                    help="run.py's port-stall sampler (off: it takes a core's 8-10 %% from the "
+                    "forwarding every mode's figure depends on)")
     ap.add_argument("--dry-run", action="store_true", help="list the cells and stop")
     ap.add_argument("--lock", help="hold this flock(2) file only while a cell runs (e.g. "
                     "/tmp/fabricflow-ovs.lock), so other users of Open vSwitch get it between cells")
@@ -143,6 +146,7 @@ def main(argv=None):
                 "--duration", str(args.duration), "--warmup", str(args.warmup),
                 "--host-bw", str(h), "--local-bw", str(h), "--global-bw", str(g),
                 "--queue-pkts", str(args.queue_pkts),
+                "--port-stats" if args.port_stats else "--no-port-stats",
                 "--out", str(out / cell_name(fabric, pattern, rates))])
             cell["summary"] = {"optimum_mbps": summary.get("optimum_mbps"),
                                "modes": {m: {k: v.get(k) for k in

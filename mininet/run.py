@@ -92,13 +92,14 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
         group0 = [sw["name"] for sw in fn.fabric.switches if sw["group"] == 0]
         sampler = measure.SwitchSampler(fn)
         log_at = ovs_log_size()
-        ps_csv = outdir / f"{mode.name}-r{rep}-port-stats.csv"
-        fn.start_port_stats(ps_csv)
+        ps_csv = outdir / f"{mode.name}-r{rep}-port-stats.csv" if args.port_stats else None
+        if ps_csv:
+            fn.start_port_stats(ps_csv)
         cpu = measure.CpuMeter(fn)
         files = traffic.run_iperf(fn, flows, args.duration, fn.tmp / "iperf",
                                   streams=args.streams, on_tick=sampler.sample, cc=args.tcp_cc)
         cpu_percent = cpu.percent()
-        ps_sampler = fn.stop_port_stats()
+        ps_sampler = fn.stop_port_stats() if ps_csv else None
         send_errors = ovs_send_errors_since(log_at)
         if send_errors:
             print(f"   warning: ovs-vswitchd logged {send_errors} 'error sending' lines: it dropped "
@@ -133,7 +134,8 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
             print(f"   TCP retransmissions (all senders): {retrans}", flush=True)
         sw_rates = sampler.rates_mbps()
         p_series = sampler.p_series()
-    port_stats = port_report(ps_csv, outdir / f"{mode.name}-r{rep}-report", ps_sampler)
+    port_stats = (port_report(ps_csv, outdir / f"{mode.name}-r{rep}-report", ps_sampler)
+                  if ps_csv else None)
     csv_path = outdir / f"{mode.name}-r{rep}.csv"
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
@@ -223,6 +225,10 @@ def main(argv=None):
     ap.add_argument("--streams", type=int, default=4, help="iperf3 -P")
     ap.add_argument("--tcp-cc", default=traffic.DEFAULT_TCP_CC,
                     help="hosts' TCP congestion control (default cubic, Linux's default)")
+    ap.add_argument("--port-stats", action=argparse.BooleanOptionalAction, default=True,
+                    help="sample every switch port's egress backlog (`fabricflow-agent port-stats`, "
+                    "a netlink dump of every qdisc each 5 ms: 8-10 %% of a core on 36 switches, "
+                    "taken from the forwarding it measures); --no-port-stats for routing figures")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--program", choices=["static", "controller"], default="static",
