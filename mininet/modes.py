@@ -119,6 +119,14 @@ MODES = {m.name: m for m in (
          "qcnsw-combined writing only changes of at least 26 quanta (weights.min_change_quanta)",
          program="controller", agent_variant="combined",
          agent={"weights.min_change_quanta": 26}),
+    # Each group written at most every 5 s, whatever the links' rate: about the write rate the
+    # drain term gives at a quarter of 10 / 2.5 Mb/s (mininet/README.md "At a quarter of the
+    # rates"), to tell the writes' cost on the switch from the diversion they make.
+    Mode("qcnsw-combined-floor5s",
+         "qcnsw-combined writing each group at most every 5 s "
+         "(weights.min_update_interval_floor_us = 5 000 000)",
+         program="controller", agent_variant="combined",
+         agent={"weights.min_update_interval_floor_us": 5_000_000}),
     Mode("qcnsw-combined-nowrites",
          "qcnsw-combined writing no weight (weights.min_change_quanta = 255: P stays >= 5 %, so "
          "no bucket can move that far; an interval floor would still write each group's first "
