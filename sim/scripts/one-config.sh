@@ -6,7 +6,8 @@
 # Usage: sim/scripts/one-config.sh OUT [--agent-set KEY=VALUE ...]
 # Env: LOADS (default "0.4 0.8"), TOPOS, WARMUP (20000), MEASURE (10000), QCN (qcnsw-combined),
 # BASE (directory of the baselines' runs, default OUT: they do not depend on the agent's
-# configuration, so sweeps of it share one BASE and rerun only QCN-SW).
+# configuration, so sweeps of it share one BASE and rerun only QCN-SW), SIM (simulator flags for
+# every mode, e.g. "--out-buffer 64": a different model, so give it its own BASE).
 set -eu
 OUT=$1; shift
 BASE=${BASE:-$OUT}
@@ -15,6 +16,7 @@ LOADS=${LOADS:-0.4 0.8}
 TOPOS=${TOPOS:-dragonfly:p=4,a=8,h=4 dragonfly:p=3,a=6,h=3}
 WARMUP=${WARMUP:-20000}; MEASURE=${MEASURE:-10000}
 QCN=${QCN:-qcnsw-combined}
+SIM=${SIM:-}
 mkdir -p "$OUT"
 CSV=$OUT/one-config.csv
 echo "topology,traffic,load,minimal,valiant,pause,qcnsw,qcnsw_over_best" > "$CSV"
@@ -30,7 +32,7 @@ for topo in $TOPOS; do
         [ "$m" != "$QCN" ] && [ -f "$d/results.csv" ] && continue
         # shellcheck disable=SC2086
         $BIN --threads 1 --no-plot --seed 1 --topology "$topo" --routing "$m" --traffic "$traffic" \
-          --load "$load" --warmup "$WARMUP" --measure "$MEASURE" --out "$d" $extra >/dev/null
+          --load "$load" --warmup "$WARMUP" --measure "$MEASURE" --out "$d" $SIM $extra >/dev/null
       done
       mi=$(acc "$BASE/$cell/minimal"); va=$(acc "$BASE/$cell/valiant"); pa=$(acc "$BASE/$cell/pause")
       q=$(acc "$OUT/$cell/$QCN")
