@@ -120,8 +120,8 @@ MODES = {m.name: m for m in (
          program="controller", agent_variant="combined",
          agent={"weights.min_change_quanta": 26}),
     # Each group written at most every 5 s, whatever the links' rate: about the write rate the
-    # drain term gives at a quarter of 10 / 2.5 Mb/s (mininet/README.md "At a quarter of the
-    # rates"), to tell the writes' cost on the switch from the diversion they make.
+    # drain term gives at a quarter of 10 / 2.5 Mb/s (mininet/README.md "The short cells at a
+    # quarter of the rates"), to tell the writes' cost on the switch from the diversion they make.
     Mode("qcnsw-combined-floor5s",
          "qcnsw-combined writing each group at most every 5 s "
          "(weights.min_update_interval_floor_us = 5 000 000)",
