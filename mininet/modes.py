@@ -110,9 +110,6 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with the emulated CP sampling but unable to fire (Qeq 5 GB)",
          program="controller", agent_variant="combined",
          agent={"link.buffer_bytes": 10_000_000_000}),
-    # CNMs generated, sent and charged, P moving, but no weight ever written: against CP idle
-    # what the CNMs themselves cost; against qcnsw-combined what the writes (diversion, OVS
-    # revalidation, live flows re-hashed onto other buckets) cost or gain.
     # A write only when some bucket moves by 10 % (26 of 255 quanta): small diversions, which
     # under TCP move live flows for little, are never written.
     Mode("qcnsw-combined-mc26",
@@ -127,6 +124,9 @@ MODES = {m.name: m for m in (
          "(weights.min_update_interval_floor_us = 5 000 000)",
          program="controller", agent_variant="combined",
          agent={"weights.min_update_interval_floor_us": 5_000_000}),
+    # CNMs generated, sent and charged, P moving, but no weight ever written: against CP idle
+    # what the CNMs themselves cost; against qcnsw-combined what the writes (diversion, OVS
+    # revalidation, live flows re-hashed onto other buckets) cost or gain.
     Mode("qcnsw-combined-nowrites",
          "qcnsw-combined writing no weight (weights.min_change_quanta = 255: P stays >= 5 %, so "
          "no bucket can move that far; an interval floor would still write each group's first "
