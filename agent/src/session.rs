@@ -987,7 +987,7 @@ impl Session {
             return;
         }
         let sample = CongestionSample {
-            port: egress_port,
+            port: Some(egress_port),
             qntz_fb,
             culprit,
         };

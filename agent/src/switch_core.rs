@@ -62,8 +62,11 @@ impl Culprit {
 /// `culprit`, with quantised |Fb| `qntz_fb`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CongestionSample {
-    /// The congested output port.
-    pub port: PortNo,
+    /// The congested port's *outgoing* direction: the fabric port the sampled frame leaves by,
+    /// whose feedback comparison reads as that port's congestion. An output-queue CP (the
+    /// emulated one) knows it; an input-queue CP (the simulator's seed model) knows only where
+    /// the frame goes next, and `None` when it leaves the fabric here (delivered to a host).
+    pub port: Option<PortNo>,
     /// Quantised |Fb| the CNM carries, 0..=63.
     pub qntz_fb: u8,
     /// The sampled frame.
@@ -529,13 +532,15 @@ impl SwitchCore {
     /// those are the ones a decision point serves), and the CNM is routed into the fabric unless
     /// the culprit is a host of this switch.
     pub fn on_congestion(&mut self, s: &CongestionSample, now_ns: u64) -> CnmRoute {
-        self.feed(
-            Event::CongestionObserved {
-                port: s.port,
-                qntz_fb: s.qntz_fb,
-            },
-            now_ns,
-        );
+        if let Some(port) = s.port {
+            self.feed(
+                Event::CongestionObserved {
+                    port,
+                    qntz_fb: s.qntz_fb,
+                },
+                now_ns,
+            );
+        }
         self.counters.cnm_generated += 1;
         let own_host = self
             .plan

@@ -116,7 +116,7 @@ fn outcomes(f: &Fabric) -> Vec<Outcome> {
             for (cp, port) in cps {
                 now += 1_000;
                 let sample = CongestionSample {
-                    port,
+                    port: Some(port),
                     qntz_fb: 20,
                     culprit,
                 };

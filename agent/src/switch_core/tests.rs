@@ -271,7 +271,7 @@ fn a_congestion_sample_charges_source_processing_and_routes_the_cnm() {
         dst: mac("02:00:00:07:00:01"),
     };
     let sample = |culprit| CongestionSample {
-        port: 4,
+        port: Some(4),
         qntz_fb: 40,
         culprit,
     };
@@ -298,6 +298,24 @@ fn a_congestion_sample_charges_source_processing_and_routes_the_cnm() {
     assert_eq!(c.counters().cnm_to_own_host, 1);
     assert_eq!(c.counters().cnm_generated, 3);
     assert_eq!(c.counters().cnm_generated_charged, 2);
+}
+
+#[test]
+fn a_sample_without_an_outgoing_port_stores_no_feedback_but_still_charges_the_source() {
+    let mut c = core(crate::policy::Variant::Combined, 0);
+    c.learn(plan([255, 0, 1]), 0, 0);
+    let sample = CongestionSample {
+        port: None,
+        qntz_fb: 40,
+        culprit: Culprit {
+            src: mac("02:00:00:02:00:01"),
+            dst: mac("02:00:00:07:00:01"),
+        },
+    };
+    assert_eq!(c.on_congestion(&sample, MS), CnmRoute::Fabric);
+    assert_eq!(c.policy().counters().congestion_observed, 0);
+    assert_eq!(c.counters().cnm_generated_charged, 1);
+    assert_eq!(c.policy().counters().unknown_port, 0);
 }
 
 #[test]
@@ -352,7 +370,7 @@ fn an_installed_plan_without_decision_points_is_learned_and_writes_nothing() {
     assert_eq!(c.policy().p_percent(1), Some(100.0));
     assert_eq!(c.policy().p_percent(2), Some(100.0));
     let sample = CongestionSample {
-        port: 1,
+        port: Some(1),
         qntz_fb: 63,
         culprit: Culprit {
             src: mac("02:00:00:01:00:01"),
@@ -402,7 +420,7 @@ fn a_frozen_core_writes_nothing_and_keeps_p_until_the_marker_is_gone() {
     c.on_cnm(3, to7(), 64, 20 * MS);
     c.on_bytes(3, 10_000_000, 21 * MS);
     let sample = CongestionSample {
-        port: 4,
+        port: Some(4),
         qntz_fb: 63,
         culprit: Culprit {
             src: mac("02:00:00:02:00:01"),
@@ -456,7 +474,7 @@ fn static_kind_routes_every_cnm_to_the_host_and_never_writes() {
     };
     for (i, culprit) in [remote, own].into_iter().enumerate() {
         let s = CongestionSample {
-            port: 3,
+            port: Some(3),
             qntz_fb: 63,
             culprit,
         };
