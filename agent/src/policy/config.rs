@@ -112,8 +112,8 @@ pub struct PolicyConfig {
     /// minimal route it replaces (a Dragonfly's Valiant route two global links instead of one),
     /// so, as in UGAL's queue × hops comparison, equal congestion per hop is no reason to divert.
     /// Default 1 (per hop, as published). 2 (a Dragonfly detour's two global links for one)
-    /// helps the simulator — Dragonfly(4,8,4) / (3,6,3), uniform at load 0.8: 0.943 / 0.947 of
-    /// minimal with 1, 0.958 / 0.966 with 2, ADV+1 and ADV+h within 0.3 %
+    /// helps the simulator — Dragonfly(4,8,4) / (3,6,3), uniform at load 0.8: 0.968 / 0.978 of
+    /// minimal with 1, 0.992 / 1.001 with 2, ADV+1 and ADV+h within 0.7 %
     /// (`sim/scripts/one-config.sh`) — and costs Mininet's Dragonfly(1,2,3) at 10 / 2.5 5–12 %
     /// in three of four patterns, the other matrix cells within ±3 % (mininet/README.md "The
     /// matrix"). Equal-cost decision points (every candidate minimal) always compare 1:1.
