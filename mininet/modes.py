@@ -153,6 +153,13 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with the candidates' congestion weighed x2 (fbcomp_nonminimal_factor)",
          program="controller", agent_variant="combined",
          agent={"policy.fbcomp_nonminimal_factor": 2.0}),
+    # A sample after the port's qdisc dropped frames reads the queue as full: TCP streams that
+    # lost frames back off and leave the queue short while the link starves.
+    Mode("qcnsw-combined-dropsfull",
+         "qcnsw-combined reading a queue that dropped since the last sample as full "
+         "(runtime.emulated_cp.drops_fill_queue)",
+         program="controller", agent_variant="combined",
+         agent={"runtime.emulated_cp.drops_fill_queue": True}),
     # The same with the tap on the port's own interface (transmitted frames, cloned by the
     # kernel for the tap) instead of the veth link's far end (the shipped `auto`).
     Mode("qcnsw-combined-cpidle-egress",

@@ -202,6 +202,9 @@ pub struct EmulatedCpConfig {
     /// runs; on the receive side the filter reads the frame in place and only the frames it
     /// passes are copied. `egress`: always the port itself (transmitted frames).
     pub tap: CpTap,
+    /// A sample of a port whose qdisc dropped frames since the port's previous sample reads the
+    /// queue as full (`crate::cp::sampled_queue_bytes`). Default false.
+    pub drops_fill_queue: bool,
 }
 
 /// Where the emulated CP taps a port's frames (`runtime.emulated_cp.tap`).
@@ -223,6 +226,7 @@ impl Default for EmulatedCpConfig {
             batch_period_us: 20_000,
             inject_in_port: None,
             tap: CpTap::Auto,
+            drops_fill_queue: false,
         }
     }
 }

@@ -71,6 +71,22 @@ fn to_f64(v: i64) -> f64 {
     v as f64
 }
 
+/// The queue length a sample of a tail-drop queue stands for: its backlog now, or its whole
+/// buffer when it dropped frames since the port's previous sample. A drop means the queue was
+/// full in between; TCP streams that lost frames back off and leave the queue short while the
+/// link starves, so a sample drawn after the burst would report the congestion as gone.
+pub fn sampled_queue_bytes(
+    backlog_bytes: u64,
+    dropped_since_last_sample: bool,
+    buffer_bytes: u64,
+) -> u64 {
+    if dropped_since_last_sample {
+        backlog_bytes.max(buffer_bytes)
+    } else {
+        backlog_bytes
+    }
+}
+
 /// Feedback of a sample with queue length `q_bytes` and previous sample's length `q_old_bytes`.
 pub fn feedback(cfg: &CpParams, q_bytes: u64, q_old_bytes: u64) -> Feedback {
     let q = to_i64(q_bytes);
@@ -326,6 +342,14 @@ mod tests {
         assert_eq!(cp.nominal_interval_bytes(), 18_500);
         cp.sample(0, MID);
         assert_eq!(cp.nominal_interval_bytes(), 150_000);
+    }
+
+    #[test]
+    fn a_drop_since_the_last_sample_reads_the_queue_as_full() {
+        assert_eq!(sampled_queue_bytes(3_000, false, 75_700), 3_000);
+        assert_eq!(sampled_queue_bytes(3_000, true, 75_700), 75_700);
+        // A backlog above the stated buffer (a larger qdisc limit) is kept.
+        assert_eq!(sampled_queue_bytes(90_000, true, 75_700), 90_000);
     }
 
     #[test]

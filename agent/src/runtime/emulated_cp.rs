@@ -55,7 +55,9 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::config::AgentConfig;
-use crate::cp::{presample_scale, CongestionPoint, SourceCensus, CENSUS_MIN_FRAME_BYTES};
+use crate::cp::{
+    presample_scale, sampled_queue_bytes, CongestionPoint, SourceCensus, CENSUS_MIN_FRAME_BYTES,
+};
 use crate::plan::host_group;
 use crate::qdisc::{
     dump_qdiscs_request, get_root_qdisc_request, parse_root_backlog, parse_root_qdiscs, QueueStats,
@@ -385,6 +387,10 @@ struct SwitchCp {
     /// Per port: the last backlog read (octets) and the qdisc's drop count.
     q: Vec<u64>,
     drops: Vec<u32>,
+    /// Per port: the qdisc's drop count at the port's previous sample (`None` before the first).
+    sample_drops: Vec<Option<u32>>,
+    /// `runtime.emulated_cp.drops_fill_queue`.
+    drops_fill_queue: bool,
     tx: mpsc::Sender<GeneratedCnm>,
     stop: Arc<AtomicBool>,
     status: Arc<Mutex<CpStatus>>,
@@ -434,6 +440,8 @@ impl SwitchCp {
             min_sources: cfg.cp.min_sources,
             q: vec![0; n],
             drops: vec![0; n],
+            sample_drops: vec![None; n],
+            drops_fill_queue: e.drops_fill_queue,
             ports,
             switch_mac,
             socks,
@@ -534,12 +542,21 @@ impl SwitchCp {
             0
         };
         // The kernel drew this frame as the sample (`data_sample_on`): Q now, for this port.
-        let qb = match qdisc.backlog_bytes(p.ifindex) {
-            Ok(b) => {
+        let qb = match qdisc.stats(p.ifindex) {
+            Ok(st) => {
+                let b = u64::from(st.backlog_bytes);
                 if let Some(slot) = self.q.get_mut(i) {
                     *slot = b;
                 }
-                b
+                let dropped = match self.sample_drops.get_mut(i) {
+                    Some(last) => {
+                        let d = last.is_some_and(|l| l != st.drops);
+                        *last = Some(st.drops);
+                        d
+                    }
+                    None => false,
+                };
+                sampled_queue_bytes(b, self.drops_fill_queue && dropped, p.link.buffer_bytes)
             }
             Err(_) => {
                 if let Ok(mut s) = self.status.lock() {
