@@ -1822,34 +1822,42 @@ fn cube_class(c: &Cube, p: &Pkt, s: u32, pno: u32) -> (usize, u8, u8, bool) {
     )
 }
 
+/// A one-phit data packet from switch `src_sw` to `dst_sw` with no hosts and nothing decided:
+/// what route and class computations are asked about outside the event loop.
+impl Pkt {
+    fn probe(src_sw: u32, dst_sw: u32) -> Pkt {
+        Pkt {
+            gen: 0,
+            ready: 0,
+            dst_host: NONE,
+            src_host: NONE,
+            encap_dst: NONE,
+            src_sw,
+            dst_sw,
+            via: NONE,
+            forced: NONE,
+            route: NONE,
+            len: 1,
+            ghops: 0,
+            cnm: false,
+            cnm_fb: 0,
+            decided: false,
+            divert: false,
+            flow: NONE,
+            lane: 0,
+            path: 0,
+            hops: 0,
+            dim: NO_DIM,
+            epoch: 0,
+            dateline: false,
+            culprit_src: NONE,
+        }
+    }
+}
+
 /// The data VCs a path needs on a torus or mesh (one more than its highest class).
 fn vcs_needed(c: &Cube, path: &[(usize, u32)]) -> usize {
-    let mut p = Pkt {
-        gen: 0,
-        ready: 0,
-        dst_host: NONE,
-        src_host: NONE,
-        encap_dst: NONE,
-        src_sw: 0,
-        dst_sw: 0,
-        via: NONE,
-        forced: NONE,
-        route: NONE,
-        len: 1,
-        ghops: 0,
-        cnm: false,
-        cnm_fb: 0,
-        decided: false,
-        divert: false,
-        flow: NONE,
-        lane: 0,
-        path: 0,
-        hops: 0,
-        dim: NO_DIM,
-        epoch: 0,
-        dateline: false,
-        culprit_src: NONE,
-    };
+    let mut p = Pkt::probe(0, 0);
     let mut need = 1;
     for &(x, pno) in path {
         let (vc, dim, epoch, dateline) = cube_class(c, &p, u32::try_from(x).unwrap_or(0), pno);
@@ -1937,39 +1945,11 @@ mod tests {
             ..SimConfig::default()
         };
         let mut sim = Sim::new(cfg.clone()).unwrap();
-        let (s, far) = (0u32, u32::try_from(sim.gp_sw.len()).unwrap());
-        let far_sw = sim.gp_sw[far as usize - 1];
+        let (s, far_sw) = (0u32, *sim.gp_sw.last().unwrap());
         let input = (0..sim.gp_sw.len())
             .find(|&g| sim.gp_sw[g] == s && sim.gp_host[g] == NONE)
             .unwrap();
-        let mut pkt = |dst_sw: u32| {
-            sim.alloc(Pkt {
-                gen: 0,
-                ready: 0,
-                dst_host: 0,
-                src_host: 0,
-                encap_dst: NONE,
-                src_sw: s,
-                dst_sw,
-                via: NONE,
-                forced: NONE,
-                route: NONE,
-                len: 1,
-                ghops: 0,
-                cnm: false,
-                cnm_fb: 0,
-                decided: false,
-                divert: false,
-                flow: NONE,
-                lane: 0,
-                path: 0,
-                hops: 0,
-                dim: NO_DIM,
-                epoch: 0,
-                dateline: false,
-                culprit_src: 0,
-            })
-        };
+        let mut pkt = |dst_sw: u32| sim.alloc(Pkt::probe(s, dst_sw));
         let (away, here) = (pkt(far_sw), pkt(s));
         let minimal = sim.gp_pno[sim.minimal_gp(s, far_sw, away) as usize];
         assert_ne!(minimal, sim.gp_pno[input]);

@@ -254,11 +254,6 @@ impl QdiscReader {
         })
     }
 
-    /// The backlog of the root qdisc of `ifindex`, octets.
-    pub fn backlog_bytes(&mut self, ifindex: u32) -> anyhow::Result<u64> {
-        Ok(u64::from(self.stats(ifindex)?.backlog_bytes))
-    }
-
     /// The root qdisc of every interface of the namespace, in one dump (replaces `out`'s
     /// contents).
     pub fn dump_roots(&mut self, out: &mut Vec<QueueStats>) -> anyhow::Result<()> {
