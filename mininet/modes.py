@@ -160,6 +160,12 @@ MODES = {m.name: m for m in (
          "(runtime.emulated_cp.drops_fill_queue)",
          program="controller", agent_variant="combined",
          agent={"runtime.emulated_cp.drops_fill_queue": True}),
+    # QCN's reaction-point byte counter: an increase per octets this switch injected through
+    # the decision's minimal bucket, not per octet the port sent (transit included).
+    Mode("qcnsw-combined-minbucket",
+         "qcnsw-combined counting only the minimal bucket's octets (runtime.byte_counter)",
+         program="controller", agent_variant="combined",
+         agent={"runtime.byte_counter": "minimal-bucket"}),
     # The same with the tap on the port's own interface (transmitted frames, cloned by the
     # kernel for the tap) instead of the veth link's far end (the shipped `auto`).
     Mode("qcnsw-combined-cpidle-egress",

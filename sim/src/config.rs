@@ -234,6 +234,8 @@ pub struct SimConfig {
     pub policy: PolicyConfig,
     /// When the switch cores write weights (the agent's `[weights]`).
     pub weights: WeightsConfig,
+    /// What the policy's byte counter counts (the agent's `runtime.byte_counter`).
+    pub byte_counter: fabricflow_agent::config::ByteCounter,
     /// Width of the throughput-over-time windows, cycles.
     pub window_cycles: u64,
     /// Read every port's XmitWait/XmitData counters every this many cycles of the measurement
@@ -276,6 +278,7 @@ impl Default for SimConfig {
             cp: CpConfig::default(),
             policy: PolicyConfig::default(),
             weights: WeightsConfig::default(),
+            byte_counter: fabricflow_agent::config::ByteCounter::default(),
             window_cycles: 200,
             port_stats_interval: None,
             multipath: fabricflow_controller::plan::paths::Multipath::default(),

@@ -87,7 +87,8 @@ struct Cli {
     #[arg(long, default_value = "input")]
     cp_queue: CpQueue,
     /// The agent's configuration file (`deploy/agent.example.toml` format) whose `[policy]`,
-    /// `[weights]` and `[cp]` the simulated switches run; absent = the agent's shipped defaults.
+    /// `[weights]`, `[cp]` and `runtime.byte_counter` the simulated switches run; absent = the
+    /// agent's shipped defaults.
     #[arg(long)]
     agent_config: Option<PathBuf>,
     /// One-off agent keys on top of `--agent-config`, e.g. `--agent-set cp.qeq_buffer_fraction=0.25`
@@ -150,6 +151,7 @@ fn config(cli: &Cli) -> anyhow::Result<SimConfig> {
         cp: agent.cp,
         policy: agent.policy,
         weights: agent.weights,
+        byte_counter: agent.runtime.byte_counter,
         port_stats_interval: cli.port_stats_interval,
         ..SimConfig::default()
     };

@@ -40,6 +40,7 @@ use std::collections::VecDeque;
 
 use std::collections::BTreeSet;
 
+use fabricflow_agent::config::ByteCounter;
 use fabricflow_agent::cp::CongestionPoint;
 use fabricflow_agent::link::{PortLink, PortLinks};
 use fabricflow_agent::plan::{LearnedPlan, PlanConventions};
@@ -1477,7 +1478,7 @@ impl Sim {
                 }
                 let q = &mut self.pkts[id as usize];
                 q.hops = q.hops.saturating_add(1);
-                if !self.cores.is_empty() {
+                if q.rp_counts(self.cfg.byte_counter, s) && !self.cores.is_empty() {
                     let now_ns = self.now_ns();
                     let bytes = u64::from(len) * u64::from(self.cfg.phit_bytes);
                     self.cores[s as usize].on_bytes(self.gp_pno[g], bytes, now_ns);
@@ -1822,9 +1823,19 @@ fn cube_class(c: &Cube, p: &Pkt, s: u32, pno: u32) -> (usize, u8, u8, bool) {
     )
 }
 
-/// A one-phit data packet from switch `src_sw` to `dst_sw` with no hosts and nothing decided:
-/// what route and class computations are asked about outside the event loop.
 impl Pkt {
+    /// Whether switch `s`'s reaction-point byte counter counts this packet leaving a fabric
+    /// port: every packet (the port's tx octets), or only one `s` injected through its
+    /// decision's minimal bucket (QCN's RP counter, the agent's `minimal-bucket`).
+    fn rp_counts(&self, counter: ByteCounter, s: u32) -> bool {
+        match counter {
+            ByteCounter::Port => true,
+            ByteCounter::MinimalBucket => self.src_sw == s && self.forced == NONE,
+        }
+    }
+
+    /// A one-phit data packet from switch `src_sw` to `dst_sw` with no hosts and nothing
+    /// decided: what route and class computations are asked about outside the event loop.
     fn probe(src_sw: u32, dst_sw: u32) -> Pkt {
         Pkt {
             gen: 0,
@@ -1957,6 +1968,24 @@ mod tests {
         assert_eq!(sim.outgoing_port(s, input, here), None);
         sim.cfg.cp_queue = CpQueue::Output;
         assert_eq!(sim.outgoing_port(s, input, here), Some(sim.gp_pno[input]));
+    }
+
+    /// The port counter counts every packet a fabric port sends; the minimal-bucket counter
+    /// only those the switch injected minimally (not transit, not its own diversions).
+    #[test]
+    fn the_minimal_bucket_counter_counts_only_own_minimal_injections() {
+        let own = Pkt::probe(3, 9);
+        let transit = Pkt::probe(2, 9);
+        let diverted = Pkt {
+            forced: 5,
+            ..Pkt::probe(3, 9)
+        };
+        for p in [&own, &transit, &diverted] {
+            assert!(p.rp_counts(ByteCounter::Port, 3));
+        }
+        assert!(own.rp_counts(ByteCounter::MinimalBucket, 3));
+        assert!(!transit.rp_counts(ByteCounter::MinimalBucket, 3));
+        assert!(!diverted.rp_counts(ByteCounter::MinimalBucket, 3));
     }
 
     /// XmitWait counted directly from the state each cycle — after the cycle's events, before
