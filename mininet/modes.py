@@ -166,6 +166,12 @@ MODES = {m.name: m for m in (
          "qcnsw-combined counting only the minimal bucket's octets (runtime.byte_counter)",
          program="controller", agent_variant="combined",
          agent={"runtime.byte_counter": "minimal-bucket"}),
+    # QCN-SW starting from an even split instead of all-minimal: the controller installs P = 50
+    # and the agent continues from the installed weights (mininet/README.md "Streams per flow,
+    # and QCN-SW's start").
+    Mode("qcnsw-combined-p50",
+         "qcnsw-combined from an initial P of 50 instead of 100 (controller p_minimal_percent)",
+         program="controller", p_minimal=50.0, agent_variant="combined"),
     # The same with the tap on the port's own interface (transmitted frames, cloned by the
     # kernel for the tap) instead of the veth link's far end (the shipped `auto`).
     Mode("qcnsw-combined-cpidle-egress",
