@@ -243,6 +243,9 @@ pub struct SimConfig {
     pub port_stats_interval: Option<u64>,
     /// DRB: the controller's multipath plan (alternatives, stretch, rule cap).
     pub multipath: fabricflow_controller::plan::paths::Multipath,
+    /// QCN-SW: the P (percent) the controller's plan installs, where the switch cores start
+    /// (the controller's `p_minimal_percent`).
+    pub p_minimal_percent: f64,
 }
 
 impl Default for SimConfig {
@@ -282,6 +285,7 @@ impl Default for SimConfig {
             window_cycles: 200,
             port_stats_interval: None,
             multipath: fabricflow_controller::plan::paths::Multipath::default(),
+            p_minimal_percent: fabricflow_controller::PlanOptions::default().p_minimal_percent,
         }
     }
 }

@@ -83,6 +83,10 @@ struct Cli {
     speedup: u32,
     #[arg(long, default_value_t = 0.0)]
     ugal_threshold: f64,
+    /// QCN-SW: the P (percent) the controller's plan installs and the switches start from
+    /// (the controller's `p_minimal_percent`; default its default).
+    #[arg(long)]
+    p_minimal: Option<f64>,
     /// QCN CP: input | output queues.
     #[arg(long, default_value = "input")]
     cp_queue: CpQueue,
@@ -157,6 +161,9 @@ fn config(cli: &Cli) -> anyhow::Result<SimConfig> {
     };
     if cli.published_constants {
         c.policy = fabricflow_agent::policy::PolicyConfig::published();
+    }
+    if let Some(x) = cli.p_minimal {
+        c.p_minimal_percent = x;
     }
     if let Some(x) = cli.qcn_step {
         c.policy.increase_step_percent = x;

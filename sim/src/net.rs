@@ -103,6 +103,9 @@ struct Pkt {
     /// its own to divert by): the neighbour sends it out of one of its global ports, as the
     /// controller's diversion-by-arrival-port rule does.
     divert: bool,
+    /// Its source switch's decision group chose the minimal bucket for it (what the agent's
+    /// `minimal-bucket` counter counts; own-group packets bypass the decision groups).
+    min_bucket: bool,
     /// Transfer (fixed-size flow) the packet belongs to, or NONE.
     flow: u32,
     /// Lane (0 fast, 1 slow, …): chosen where it leaves its host, kept to the destination.
@@ -538,7 +541,16 @@ impl Sim {
             if let Routing::QcnSw(v) = cfg.routing {
                 pcfg.variant = v;
             }
-            let mut opts = PlanOptions::default();
+            if !(0.0..=100.0).contains(&cfg.p_minimal_percent) {
+                return Err(SpecError::Invalid(format!(
+                    "p_minimal_percent {} is not in [0, 100]",
+                    cfg.p_minimal_percent
+                )));
+            }
+            let mut opts = PlanOptions {
+                p_minimal_percent: cfg.p_minimal_percent,
+                ..Default::default()
+            };
             if cfg.routing == Routing::Drb {
                 pcfg.kind = PolicyKind::Drb;
                 opts.multipath = Some(cfg.multipath);
@@ -1055,6 +1067,7 @@ impl Sim {
             cnm_fb: fb.qntz_fb,
             decided: true,
             divert: false,
+            min_bucket: false,
             flow: NONE,
             lane: 0,
             path: p.path,
@@ -1270,11 +1283,13 @@ impl Sim {
             // A fat-tree's decision points choose among the up ports (all minimal).
             let slot: u8 = self.rng.gen();
             let dst = self.host_mac[p.dst_host as usize];
-            let forced = self.cores[s as usize]
-                .select(dst, slot)
-                .map_or(NONE, |pno| self.gp_of(s, pno));
+            let core = &self.cores[s as usize];
+            let chosen = core.select(dst, slot);
+            let min_bucket = chosen.is_some() && chosen == core.minimal_port_towards(dst);
+            let forced = chosen.map_or(NONE, |pno| self.gp_of(s, pno));
             let q = &mut self.pkts[id as usize];
             q.forced = forced;
+            q.min_bucket = min_bucket;
             q.decided = true;
         }
         if self.df.is_none() && p.hops == 0 && s == p.src_sw {
@@ -1322,7 +1337,9 @@ impl Sim {
                     // The switch's SELECT group draws a hash slot for the new flow.
                     let slot: u8 = self.rng.gen();
                     let dst = self.host_mac[p.dst_host as usize];
-                    let chosen = self.cores[s as usize].select(dst, slot);
+                    let core = &self.cores[s as usize];
+                    let chosen = core.select(dst, slot);
+                    let min_bucket = chosen.is_some() && chosen == core.minimal_port_towards(dst);
                     let minimal = self.routes.minimal(s as usize, p.dst_sw as usize);
                     let (forced, divert) = match chosen {
                         Some(pno) if !minimal.contains(&pno) => {
@@ -1334,6 +1351,7 @@ impl Sim {
                     let q = &mut self.pkts[id as usize];
                     q.forced = forced;
                     q.divert = divert;
+                    q.min_bucket = min_bucket;
                     q.decided = true;
                 }
                 _ => {}
@@ -1693,6 +1711,7 @@ impl Sim {
                     cnm_fb: 0,
                     decided: false,
                     divert: false,
+                    min_bucket: false,
                     flow,
                     lane: u8::try_from(lane).unwrap_or(0),
                     path: 0,
@@ -1826,11 +1845,11 @@ fn cube_class(c: &Cube, p: &Pkt, s: u32, pno: u32) -> (usize, u8, u8, bool) {
 impl Pkt {
     /// Whether switch `s`'s reaction-point byte counter counts this packet leaving a fabric
     /// port: every packet (the port's tx octets), or only one `s` injected through its
-    /// decision's minimal bucket (QCN's RP counter, the agent's `minimal-bucket`).
+    /// decision group's minimal bucket (QCN's RP counter, the agent's `minimal-bucket`).
     fn rp_counts(&self, counter: ByteCounter, s: u32) -> bool {
         match counter {
             ByteCounter::Port => true,
-            ByteCounter::MinimalBucket => self.src_sw == s && self.forced == NONE,
+            ByteCounter::MinimalBucket => self.src_sw == s && self.min_bucket,
         }
     }
 
@@ -1854,6 +1873,7 @@ impl Pkt {
             cnm_fb: 0,
             decided: false,
             divert: false,
+            min_bucket: false,
             flow: NONE,
             lane: 0,
             path: 0,
@@ -1971,21 +1991,30 @@ mod tests {
     }
 
     /// The port counter counts every packet a fabric port sends; the minimal-bucket counter
-    /// only those the switch injected minimally (not transit, not its own diversions).
+    /// only those the switch's decision group sent by its minimal bucket (not transit, not
+    /// its own diversions, not own-group packets, which no decision group sees).
     #[test]
     fn the_minimal_bucket_counter_counts_only_own_minimal_injections() {
-        let own = Pkt::probe(3, 9);
-        let transit = Pkt::probe(2, 9);
+        let own = Pkt {
+            min_bucket: true,
+            ..Pkt::probe(3, 9)
+        };
+        let transit = Pkt {
+            min_bucket: true,
+            ..Pkt::probe(2, 9)
+        };
         let diverted = Pkt {
             forced: 5,
             ..Pkt::probe(3, 9)
         };
-        for p in [&own, &transit, &diverted] {
+        let own_group = Pkt::probe(3, 4);
+        for p in [&own, &transit, &diverted, &own_group] {
             assert!(p.rp_counts(ByteCounter::Port, 3));
         }
         assert!(own.rp_counts(ByteCounter::MinimalBucket, 3));
         assert!(!transit.rp_counts(ByteCounter::MinimalBucket, 3));
         assert!(!diverted.rp_counts(ByteCounter::MinimalBucket, 3));
+        assert!(!own_group.rp_counts(ByteCounter::MinimalBucket, 3));
     }
 
     /// XmitWait counted directly from the state each cycle — after the cycle's events, before
