@@ -53,8 +53,8 @@ pub struct PolicyConfig {
     pub mi_increase_fraction: f64,
     /// B: bytes that must leave a port since its last CNM or increase to earn one increase.
     /// Default 30 000 (sweep; `published`: 150 000, the IEEE 802.1Qau reaction point's byte
-    /// counter, QCN.md) — 6 µs of a busy 40 Gb/s port. Scale it with the link rate on an emulated
-    /// fabric (mininet/agent-emulated.toml uses 30 000 for 2.5–10 Mb/s links).
+    /// counter, QCN.md) — 6 µs of a busy 40 Gb/s port, 24 ms of a 10 Mb/s one: counted in octets,
+    /// it follows the link rate by itself, so the same value serves both.
     pub byte_limit_bytes: u64,
     /// Pmin: floor of P, in percent. Default 5: keeps ≈ 13 of the 255 weight quanta on the
     /// minimal port so the minimal path keeps being probed and its byte counter keeps running;
@@ -70,7 +70,7 @@ pub struct PolicyConfig {
     /// The idle-port increase timer, in octets of line time (absent = no timer, as in FOGSim):
     /// a port that has seen neither a CNM nor an increase for as long as it needs to send this
     /// many octets gets one increase per elapsed period on the next `Tick`. Default 200 000
-    /// (5 µs at 40 Gb/s, 160 ms at 10 Mb/s): it brings back P on ports whose traffic stopped,
+    /// (40 µs at 40 Gb/s, 160 ms at 10 Mb/s): it brings back P on ports whose traffic stopped,
     /// which the byte counter cannot. Where the agent learns sent octets only every
     /// `runtime.port_stats_period_us`, the period is at least twice that (a busy port's octets
     /// may not have arrived yet).

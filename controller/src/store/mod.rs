@@ -4,8 +4,7 @@
 //! [`etcd::EtcdStore`] (state under `/fabricflow/`, leader election under a lease).
 //!
 //! Keys: `fabric` (spec), `links/<id>` (health JSON), `switches/<dpid>` (status JSON),
-//! `agents/<id>` (registrations, written by agents under their own lease), `operator/state`
-//! (the operator's drains and freezes, [`crate::operator::OperatorState`]).
+//! `operator/state` (the operator's drains and freezes, [`crate::operator::OperatorState`]).
 //!
 //! Everything but the operator's keys ([`DURABLE_PREFIX`]) is republished from the switches
 //! within seconds; those are decisions nobody can re-derive, so a memory store given a state
