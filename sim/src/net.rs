@@ -2200,4 +2200,28 @@ mod tests {
         // P = 100 · (1 − 63/128) ≈ 50.8 %: 129 of 255 quanta stay minimal, 126 are diverted.
         assert_eq!(diverted, 126);
     }
+
+    /// The cores start from the P the controller's plan installs (`p_minimal_percent`), as the
+    /// agent continues from the weights it finds; a P outside [0, 100] is refused.
+    #[test]
+    fn the_cores_start_from_the_plans_p() {
+        let cfg = |p| SimConfig {
+            topology: TopologySpec::Dragonfly { p: 2, a: 4, h: 2 },
+            routing: Routing::QcnSw(fabricflow_agent::policy::Variant::Combined),
+            p_minimal_percent: p,
+            ..SimConfig::default()
+        };
+        let sim = Sim::new(cfg(50.0)).unwrap();
+        let fabric = sim.config().topology.build().unwrap();
+        let far = fabric.hosts().iter().position(|h| h.location.group == 1);
+        let dst = sim.host_mac[far.unwrap()];
+        let core = &sim.cores[0];
+        let m = core.minimal_port_towards(dst).unwrap();
+        let minimal = (0..=255u8)
+            .filter(|&slot| core.select(dst, slot) == Some(m))
+            .count();
+        // Half of the 255 quanta, rounded, plus the padding slot (minimal).
+        assert!((127..=129).contains(&minimal), "{minimal} slots minimal");
+        assert!(matches!(Sim::new(cfg(150.0)), Err(SpecError::Invalid(_))));
+    }
 }
