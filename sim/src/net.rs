@@ -810,6 +810,19 @@ impl Sim {
         }
     }
 
+    /// Switch `s`'s SELECT group towards `dst` draws a hash slot for a new flow: the port it
+    /// chose (`None`: no decision point) and whether that is the minimal bucket (what the
+    /// `minimal-bucket` counter counts; looked up only when that counter runs).
+    fn draw(&mut self, s: u32, dst: MacAddr) -> (Option<fabricflow_agent::PortNo>, bool) {
+        let slot: u8 = self.rng.gen();
+        let core = &self.cores[s as usize];
+        let chosen = core.select(dst, slot);
+        let min_bucket = self.cfg.byte_counter == ByteCounter::MinimalBucket
+            && chosen.is_some()
+            && chosen == core.minimal_port_towards(dst);
+        (chosen, min_bucket)
+    }
+
     fn gp_of(&self, s: u32, pno: u32) -> u32 {
         self.pno_base
             .get(s as usize)
@@ -1281,11 +1294,7 @@ impl Sim {
             (self.cfg.routing, self.df, at_source, p.decided, inter)
         {
             // A fat-tree's decision points choose among the up ports (all minimal).
-            let slot: u8 = self.rng.gen();
-            let dst = self.host_mac[p.dst_host as usize];
-            let core = &self.cores[s as usize];
-            let chosen = core.select(dst, slot);
-            let min_bucket = chosen.is_some() && chosen == core.minimal_port_towards(dst);
+            let (chosen, min_bucket) = self.draw(s, self.host_mac[p.dst_host as usize]);
             let forced = chosen.map_or(NONE, |pno| self.gp_of(s, pno));
             let q = &mut self.pkts[id as usize];
             q.forced = forced;
@@ -1334,12 +1343,7 @@ impl Sim {
                     self.pkts[id as usize].forced = forced;
                 }
                 Routing::QcnSw(_) if !p.decided => {
-                    // The switch's SELECT group draws a hash slot for the new flow.
-                    let slot: u8 = self.rng.gen();
-                    let dst = self.host_mac[p.dst_host as usize];
-                    let core = &self.cores[s as usize];
-                    let chosen = core.select(dst, slot);
-                    let min_bucket = chosen.is_some() && chosen == core.minimal_port_towards(dst);
+                    let (chosen, min_bucket) = self.draw(s, self.host_mac[p.dst_host as usize]);
                     let minimal = self.routes.minimal(s as usize, p.dst_sw as usize);
                     let (forced, divert) = match chosen {
                         Some(pno) if !minimal.contains(&pno) => {
@@ -2015,6 +2019,43 @@ mod tests {
         assert!(!transit.rp_counts(ByteCounter::MinimalBucket, 3));
         assert!(!diverted.rp_counts(ByteCounter::MinimalBucket, 3));
         assert!(!own_group.rp_counts(ByteCounter::MinimalBucket, 3));
+    }
+
+    /// A draw is marked as the minimal bucket's exactly when the decision group chose its
+    /// minimal port, and only when the `minimal-bucket` counter runs.
+    #[test]
+    fn a_draw_marks_the_minimal_bucket() {
+        let cfg = |byte_counter| SimConfig {
+            topology: TopologySpec::Dragonfly { p: 2, a: 4, h: 2 },
+            routing: Routing::QcnSw(fabricflow_agent::policy::Variant::Combined),
+            p_minimal_percent: 50.0,
+            byte_counter,
+            ..SimConfig::default()
+        };
+        for counter in [ByteCounter::MinimalBucket, ByteCounter::Port] {
+            let mut sim = Sim::new(cfg(counter)).unwrap();
+            let fabric = sim.config().topology.build().unwrap();
+            let far = fabric.hosts().iter().position(|h| h.location.group == 1);
+            let dst = sim.host_mac[far.unwrap()];
+            let m = sim.cores[0].minimal_port_towards(dst).unwrap();
+            let (mut minimal, mut marked) = (0, 0);
+            for _ in 0..400 {
+                let (chosen, min_bucket) = sim.draw(0, dst);
+                minimal += usize::from(chosen == Some(m));
+                marked += usize::from(min_bucket);
+                assert!(!min_bucket || chosen == Some(m));
+            }
+            assert!(
+                (100..300).contains(&minimal),
+                "{minimal} of 400 minimal at P = 50"
+            );
+            let expect = if counter == ByteCounter::MinimalBucket {
+                minimal
+            } else {
+                0
+            };
+            assert_eq!(marked, expect, "{counter:?}");
+        }
     }
 
     /// XmitWait counted directly from the state each cycle — after the cycle's events, before
