@@ -815,7 +815,9 @@ impl Sim {
     /// `minimal-bucket` counter counts; looked up only when that counter runs).
     fn draw(&mut self, s: u32, dst: MacAddr) -> (Option<fabricflow_agent::PortNo>, bool) {
         let slot: u8 = self.rng.gen();
-        let core = &self.cores[s as usize];
+        let Some(core) = self.cores.get(s as usize) else {
+            return (None, false);
+        };
         let chosen = core.select(dst, slot);
         let min_bucket = self.cfg.byte_counter == ByteCounter::MinimalBucket
             && chosen.is_some()
