@@ -312,7 +312,8 @@ class FabricNet:
         for h in self.net.hosts:
             # The userspace datapath does not fill in checksums left to the NIC.
             h.cmd(f"ethtool -K {h.defaultIntf().name} tx off")
-        fftopo.apply_queues(self.net, self.rates.queue_pkts)
+        fftopo.apply_mtu(self.net, self.rates.mtu)
+        fftopo.apply_queues(self.net, self.rates.queue_pkts, self.rates.mtu)
         wait_until(lambda: set(our_bridges()) >= {s.name for s in self.net.switches}, 30,
                    "all bridges in ovsdb")
         self.timings["up_s"] = time.monotonic() - t0

@@ -52,10 +52,12 @@ class LinkRates:
     up: float = 10.0
     down: float = 10.0
     queue_pkts: int = 100
+    mtu: int = 1500
 
     def as_dict(self):
         return {"host": self.host, "local": self.local, "global": self.glob,
-                "up": self.up, "down": self.down, "queue_pkts": self.queue_pkts}
+                "up": self.up, "down": self.down, "queue_pkts": self.queue_pkts,
+                "mtu": self.mtu}
 
 
 def ensure_controller_bin():
@@ -267,18 +269,36 @@ def switch_intfs(net):
                 yield sw, intf
 
 
-def apply_queues(net, queue_pkts):
-    """Bounds every shaped egress queue (switch and host side) to `queue_pkts` packets."""
+def apply_mtu(net, mtu):
+    """Sets every interface's MTU (both ends of every veth: a veth drops what exceeds its
+    peer's MTU)."""
+    if mtu == 1500:
+        return
+    for node in list(net.switches) + list(net.hosts):
+        for intf in node.intfList():
+            if intf.name == "lo":
+                continue
+            cmd = f"ip link set dev {intf.name} mtu {int(mtu)}"
+            out = node.cmd(cmd) if node in net.hosts else _sh(cmd)
+            if out and out.strip():
+                raise RuntimeError(f"{cmd}: {out.strip()}")
+
+
+def apply_queues(net, queue_pkts, mtu=1500):
+    """Bounds every shaped egress queue (switch and host side) to `queue_pkts` packets — with
+    jumbo frames to the octets of `queue_pkts` standard frames, so the buffer's bytes (and
+    its drain time) do not grow with the MTU."""
     if not queue_pkts:
         return
+    limit = (f"pfifo limit {int(queue_pkts)}" if mtu == 1500
+             else f"bfifo limit {int(queue_pkts) * FRAME_BYTES}")
     nodes = list(net.switches) + list(net.hosts)
     for node in nodes:
         for intf in node.intfList():
             if intf.name == "lo":
                 continue
             # TCIntf's htb: root 5:0, leaf class 5:1.  The qdisc under it is the queue.
-            cmd = (f"tc qdisc replace dev {intf.name} parent 5:1 handle 10: "
-                   f"pfifo limit {int(queue_pkts)}")
+            cmd = f"tc qdisc replace dev {intf.name} parent 5:1 handle 10: {limit}"
             out = node.cmd(cmd) if node in net.hosts else _sh(cmd)
             if out and out.strip():
                 raise RuntimeError(f"{cmd}: {out.strip()}")

@@ -113,6 +113,7 @@ def main(argv=None):
     ap.add_argument("--duration", type=int, default=60)
     ap.add_argument("--warmup", type=float, default=20.0)
     ap.add_argument("--queue-pkts", type=int, default=50)
+    ap.add_argument("--mtu", type=int, default=run.DEFAULT_MTU, help="run.py's --mtu")
     ap.add_argument("--port-stats", action=argparse.BooleanOptionalAction, default=False,
                     help="run.py's port-stall sampler (off: it takes a core's 8-10 %% from the "
                     "forwarding every mode's figure depends on)")
@@ -145,7 +146,7 @@ def main(argv=None):
                 "--modes", args.modes, "--repeat", str(args.repeat), "--seed", str(args.seed),
                 "--duration", str(args.duration), "--warmup", str(args.warmup),
                 "--host-bw", str(h), "--local-bw", str(h), "--global-bw", str(g),
-                "--queue-pkts", str(args.queue_pkts),
+                "--queue-pkts", str(args.queue_pkts), "--mtu", str(args.mtu),
                 "--port-stats" if args.port_stats else "--no-port-stats",
                 "--out", str(out / cell_name(fabric, pattern, rates))])
             cell["summary"] = {"optimum_mbps": summary.get("optimum_mbps"),

@@ -42,6 +42,10 @@ from results import ModeResult, RunResult, Summary  # noqa: E402
 
 # Defaults chosen so links, not this 2-core CPU, are the bottleneck: see mininet/README.md.
 DEFAULT_BW = 5.0
+# HPC Ethernet fabrics run jumbo frames, and the userspace datapath forwards every frame on one
+# thread at a cost per frame: at 1 500 that thread, not the routing, bounds the modes
+# (mininet/README.md "Jumbo frames").
+DEFAULT_MTU = 9000
 
 
 def resolve_modes(names, program="static"):
@@ -222,6 +226,10 @@ def main(argv=None):
     ap.add_argument("--local-bw", type=float, default=DEFAULT_BW, help="Mb/s (fat-tree: up; file fabric: every switch link)")
     ap.add_argument("--global-bw", type=float, default=DEFAULT_BW, help="Mb/s (fat-tree: down)")
     ap.add_argument("--queue-pkts", type=int, default=50)
+    ap.add_argument("--mtu", type=int, default=DEFAULT_MTU,
+                    help="every interface's MTU (jumbo by default, as HPC fabrics run: the "
+                         "userspace datapath's cost is per frame); above 1500 the queues hold "
+                         "--queue-pkts standard frames' octets")
     ap.add_argument("--streams", type=int, default=4, help="iperf3 -P")
     ap.add_argument("--tcp-cc", default=traffic.DEFAULT_TCP_CC,
                     help="hosts' TCP congestion control (default cubic, Linux's default)")
@@ -238,7 +246,8 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rates = LinkRates(host=args.host_bw, local=args.local_bw, glob=args.global_bw,
-                      up=args.local_bw, down=args.global_bw, queue_pkts=args.queue_pkts)
+                      up=args.local_bw, down=args.global_bw, queue_pkts=args.queue_pkts,
+                      mtu=args.mtu)
     if not 0 <= args.warmup < args.duration:
         ap.error("--warmup must be at least 0 and shorter than --duration")
     summary = Summary(topology=args.topology, traffic=args.traffic, duration_s=args.duration,

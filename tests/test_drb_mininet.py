@@ -39,7 +39,7 @@ class DrbTests(FabricTestCase):
         s = ffrun.main(["--topology", SPEC, "--traffic", "shuffle", "--modes", "minimal,drb",
                         "--duration", "10", "--out", str(out), "--seed", "1",
                         "--queue-pkts", "50", "--host-bw", "10", "--local-bw", "5",
-                        "--global-bw", "5"])
+                        "--global-bw", "5", "--mtu", "1500"])  # as README's DRB figures
         mn, drb = s["modes"]["minimal"], s["modes"]["drb"]
         t(f"aggregate minimal {mn['aggregate_mbps']} Mb/s, drb {drb['aggregate_mbps']}",
           self.t0)
