@@ -269,19 +269,24 @@ def switch_intfs(net):
                 yield sw, intf
 
 
-def apply_mtu(net, mtu):
-    """Sets every interface's MTU (both ends of every veth: a veth drops what exceeds its
-    peer's MTU)."""
-    if mtu == 1500:
-        return
+def _on_every_intf(net, command):
+    """Runs `command(intf_name)` for every interface of every switch (root namespace) and host
+    (its namespace); raises on any output, which these commands print only on failure."""
     for node in list(net.switches) + list(net.hosts):
         for intf in node.intfList():
             if intf.name == "lo":
                 continue
-            cmd = f"ip link set dev {intf.name} mtu {int(mtu)}"
+            cmd = command(intf.name)
             out = node.cmd(cmd) if node in net.hosts else _sh(cmd)
             if out and out.strip():
                 raise RuntimeError(f"{cmd}: {out.strip()}")
+
+
+def apply_mtu(net, mtu):
+    """Sets every interface's MTU (both ends of every veth: a veth drops what exceeds its
+    peer's MTU)."""
+    if mtu != 1500:
+        _on_every_intf(net, lambda dev: f"ip link set dev {dev} mtu {int(mtu)}")
 
 
 def apply_queues(net, queue_pkts, mtu=1500):
@@ -292,16 +297,8 @@ def apply_queues(net, queue_pkts, mtu=1500):
         return
     limit = (f"pfifo limit {int(queue_pkts)}" if mtu == 1500
              else f"bfifo limit {int(queue_pkts) * FRAME_BYTES}")
-    nodes = list(net.switches) + list(net.hosts)
-    for node in nodes:
-        for intf in node.intfList():
-            if intf.name == "lo":
-                continue
-            # TCIntf's htb: root 5:0, leaf class 5:1.  The qdisc under it is the queue.
-            cmd = f"tc qdisc replace dev {intf.name} parent 5:1 handle 10: {limit}"
-            out = node.cmd(cmd) if node in net.hosts else _sh(cmd)
-            if out and out.strip():
-                raise RuntimeError(f"{cmd}: {out.strip()}")
+    # TCIntf's htb: root 5:0, leaf class 5:1.  The qdisc under it is the queue.
+    _on_every_intf(net, lambda dev: f"tc qdisc replace dev {dev} parent 5:1 handle 10: {limit}")
 
 
 class LanesUnavailable(RuntimeError):
