@@ -12,7 +12,7 @@ from the address plan: switch group G index S -> ``sGxS``, host ``02:00:GG:GG:SS
 Link rates (Mb/s) are per link class.  A TCLink shapes each direction at the egress of the
 sending interface (htb), so a fat-tree link gets ``up`` on the leaf side and ``down`` on the
 spine side; Dragonfly ``local``/``global`` links are symmetric, and so are a file fabric's
-(class ``fabric``: the ``local`` rate); host links get ``host`` on both ends.  Bounded queues (``pfifo limit N``) are added after start by :func:`apply_queues`,
+(class ``fabric``: the ``local`` rate); host links get ``host`` on both ends.  Bounded queues (``pfifo limit N``, or with jumbo frames a ``bfifo`` of N standard frames' octets) are added after start by :func:`apply_queues`,
 because Mininet's ``max_queue_size`` needs netem, which this kernel lacks.
 
 Do not name anything here ``mininet``: it would shadow the Mininet package.
@@ -42,6 +42,9 @@ HOST_RE = re.compile(r"^h\d+x\d+x\d+$")
 INTF_RE = re.compile(rf"^(?:{_SWITCH}|h\d+x\d+x\d+)-eth\d+$")
 
 
+STANDARD_MTU = 1500
+
+
 @dataclass
 class LinkRates:
     """Link rates in Mb/s per class, and the bounded queue length in packets (None: default)."""
@@ -52,7 +55,7 @@ class LinkRates:
     up: float = 10.0
     down: float = 10.0
     queue_pkts: int = 100
-    mtu: int = 1500
+    mtu: int = STANDARD_MTU
 
     def as_dict(self):
         return {"host": self.host, "local": self.local, "global": self.glob,
@@ -193,14 +196,14 @@ def link_bws(link, rates):
     raise ValueError(f"unknown link class {cls!r}")
 
 
-FRAME_BYTES = 1514          # a full TCP frame on the wire: what fills a pfifo
+FRAME_BYTES = 1514          # a full standard TCP frame on the wire: what fills a pfifo
 DEFAULT_QUEUE_PKTS = 1000   # htb's default leaf qdisc: pfifo of txqueuelen (a veth's 1000)
 
 
 def port_links(fabric, rates):
     """Bridge short name -> [{"port", "rate_mbps", "buffer_bytes"}] for every switch port: the
-    egress shaping FabricTopo applies and the bounded queue apply_queues sets (pfifo limit in
-    full frames), as the agent's `[[switch]] ports` states them."""
+    egress shaping FabricTopo applies and the bounded queue apply_queues sets (`queue_pkts` standard
+    frames), as the agent's `[[switch]] ports` states them."""
     buffer_bytes = (rates.queue_pkts or DEFAULT_QUEUE_PKTS) * FRAME_BYTES
     out = {}
 
@@ -285,18 +288,25 @@ def _on_every_intf(net, command):
 def apply_mtu(net, mtu):
     """Sets every interface's MTU (both ends of every veth: a veth drops what exceeds its
     peer's MTU)."""
-    if mtu != 1500:
+    if mtu != STANDARD_MTU:
         _on_every_intf(net, lambda dev: f"ip link set dev {dev} mtu {int(mtu)}")
 
 
-def apply_queues(net, queue_pkts, mtu=1500):
-    """Bounds every shaped egress queue (switch and host side) to `queue_pkts` packets — with
-    jumbo frames to the octets of `queue_pkts` standard frames, so the buffer's bytes (and
-    its drain time) do not grow with the MTU."""
+def queue_qdisc(queue_pkts, mtu):
+    """The bounded queue of `queue_pkts` standard frames: a pfifo of that many frames, or with
+    jumbo frames a bfifo of their octets, so the buffer's bytes (and its drain time) do not
+    grow with the MTU."""
+    if mtu == STANDARD_MTU:
+        return f"pfifo limit {int(queue_pkts)}"
+    return f"bfifo limit {int(queue_pkts) * FRAME_BYTES}"
+
+
+def apply_queues(net, queue_pkts, mtu=STANDARD_MTU):
+    """Bounds every shaped egress queue (switch and host side) to `queue_pkts` standard
+    frames ([`queue_qdisc`])."""
     if not queue_pkts:
         return
-    limit = (f"pfifo limit {int(queue_pkts)}" if mtu == 1500
-             else f"bfifo limit {int(queue_pkts) * FRAME_BYTES}")
+    limit = queue_qdisc(queue_pkts, mtu)
     # TCIntf's htb: root 5:0, leaf class 5:1.  The qdisc under it is the queue.
     _on_every_intf(net, lambda dev: f"tc qdisc replace dev {dev} parent 5:1 handle 10: {limit}")
 
@@ -305,28 +315,28 @@ class LanesUnavailable(RuntimeError):
     """The kernel lacks what apply_lanes needs (sch_prio, the basic classifier)."""
 
 
-def apply_lanes(net, queue_pkts, slow_dscp=8):
+def apply_lanes(net, queue_pkts, slow_dscp=8, mtu=STANDARD_MTU):
     """dFtree's two lanes on every switch-side interface: under TCIntf's htb leaf (5:1) a
     strict-priority qdisc with two bands (``prio bands 2``, every skb priority to band 0, the
     fast lane) and a u32 filter sending IPv4 frames whose DSCP is `slow_dscp` to band 1 (the
-    slow lane), each band a pfifo of `queue_pkts` (or the default).  Open vSwitch's userspace
+    slow lane), each band the bounded queue of `queue_pkts` (or the default; `queue_qdisc`).  Open vSwitch's userspace
     datapath ignores ``set_queue``, so the qdisc classifies on the mark the slow-lane rule
     writes; a hardware switch maps the DSCP/PCP to a queue instead.  The filter reads the
     frame from its link-layer header (``basic`` with ``cmp ... layer link``): frames the
     userspace datapath sends through its AF_PACKET socket need not carry a network-header
     offset or an skb protocol a ``protocol ip`` filter would see.  Raises LanesUnavailable when
     the kernel has no sch_prio or no classifiers (some minimal VM kernels)."""
-    limit = int(queue_pkts or DEFAULT_QUEUE_PKTS)
+    limit = queue_qdisc(queue_pkts or DEFAULT_QUEUE_PKTS, mtu)
     tos = (int(slow_dscp) << 2) & 0xfc
     for sw, intf in switch_intfs(net):
         dev = intf.name
-        # A qdisc of another kind cannot replace apply_queues' pfifo under the same handle.
+        # A qdisc of another kind cannot replace apply_queues' fifo under the same handle.
         _sh(f"tc qdisc del dev {dev} parent 5:1 handle 10:")
         for cmd in (
                 f"tc qdisc add dev {dev} parent 5:1 handle 10: prio bands 2 "
                 f"priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
-                f"tc qdisc replace dev {dev} parent 10:1 handle 11: pfifo limit {limit}",
-                f"tc qdisc replace dev {dev} parent 10:2 handle 12: pfifo limit {limit}",
+                f"tc qdisc replace dev {dev} parent 10:1 handle 11: {limit}",
+                f"tc qdisc replace dev {dev} parent 10:2 handle 12: {limit}",
                 f"tc filter replace dev {dev} parent 10: protocol all prio 1 basic match "
                 f"'cmp(u16 at 12 layer link eq 0x800) and "
                 f"cmp(u8 at 15 layer link mask 0xfc eq {tos:#04x})' classid 10:2"):
@@ -335,7 +345,7 @@ def apply_lanes(net, queue_pkts, slow_dscp=8):
                 if "unknown" in out.lower() or "not supported" in out.lower():
                     # Put the plain bounded queue back, as apply_queues left it.
                     _sh(f"tc qdisc del dev {dev} parent 5:1 handle 10:")
-                    _sh(f"tc qdisc add dev {dev} parent 5:1 handle 10: pfifo limit {limit}")
+                    _sh(f"tc qdisc add dev {dev} parent 5:1 handle 10: {limit}")
                     raise LanesUnavailable(f"{cmd}: {out.strip()}")
                 raise RuntimeError(f"{sw.name}: {cmd}: {out.strip()}")
 

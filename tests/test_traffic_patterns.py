@@ -138,6 +138,14 @@ class Fabrics(unittest.TestCase):
         self.assertEqual(fab.sw_short["x"], "s2x0")
         self.assertEqual(fab.host_short["c-1"], "h1x0x1")
 
+    def test_a_queue_keeps_its_octets_whatever_the_mtu(self):
+        self.assertEqual(fftopo.queue_qdisc(50, fftopo.STANDARD_MTU), "pfifo limit 50")
+        self.assertEqual(fftopo.queue_qdisc(50, 9000), "bfifo limit 75700")
+        # What the agent is told a port buffers matches the queue in both cases.
+        ports = fftopo.port_links(fftopo.Fabric.load("dragonfly:p=1,a=2,h=1"),
+                                  LinkRates(queue_pkts=50, mtu=9000))
+        self.assertEqual({e["buffer_bytes"] for v in ports.values() for e in v}, {75700})
+
     def test_the_static_replan_keeps_every_hosts_address(self):
         # replan_without writes the fabric as a file fabric; upper fat-tree levels must not
         # collide with the leaves' (group, index). Programming is not what is tested here.
