@@ -21,7 +21,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 use crate::topology::cube::Cube;
 use crate::topology::dragonfly::Dragonfly;
 use crate::topology::fattree::FatTree;
-use crate::topology::{Fabric, FabricKind, Link, LinkEnd, Peer, PortNo, PortRole, SwitchId};
+use crate::topology::{Fabric, FabricKind, Link, PortNo, PortRole, SwitchId};
 
 /// Hop count stored for "no route".
 const UNREACHABLE: u16 = u16::MAX;
@@ -199,25 +199,11 @@ impl Routes {
         };
         let sws = fabric.switches();
         // Live adjacency once: (port, role, peer switch) per switch.
-        let adj: Vec<Vec<(PortNo, u32, SwitchId)>> = sws
-            .iter()
-            .enumerate()
-            .map(|(x, sw)| {
-                sw.ports
-                    .iter()
-                    .filter_map(|p| match p.peer {
-                        Peer::Switch { switch, port } => {
-                            let l = Link::new(
-                                LinkEnd {
-                                    switch: x,
-                                    port: p.no,
-                                },
-                                LinkEnd { switch, port },
-                            );
-                            (!failed.contains(&l)).then_some((p.no, cost(p.role), switch))
-                        }
-                        Peer::Host(_) => None,
-                    })
+        let adj: Vec<Vec<(PortNo, u32, SwitchId)>> = (0..sws.len())
+            .map(|x| {
+                fabric
+                    .live_peers(x, failed)
+                    .map(|(p, s)| (p.no, cost(p.role), s))
                     .collect()
             })
             .collect();

@@ -30,7 +30,7 @@ use fabricflow_proto::MacAddr;
 use serde::Serialize;
 
 use crate::routes::Routes;
-use crate::topology::{Fabric, Link, LinkEnd, Peer, PortNo, SwitchId};
+use crate::topology::{Fabric, Link, Peer, PortNo, SwitchId};
 
 /// Byte of the destination MAC carrying the path index.
 pub const PATH_INDEX_BYTE: usize = 1;
@@ -212,26 +212,11 @@ pub fn plan_paths(
 
 /// Live directed adjacency: per switch, (port, peer switch), by port.
 fn adjacency(fabric: &Fabric, failed: &BTreeSet<Link>) -> Vec<Vec<(PortNo, SwitchId)>> {
-    fabric
-        .switches()
-        .iter()
-        .enumerate()
-        .map(|(x, sw)| {
-            sw.ports
-                .iter()
-                .filter_map(|p| match p.peer {
-                    Peer::Switch { switch, port } => {
-                        let l = Link::new(
-                            LinkEnd {
-                                switch: x,
-                                port: p.no,
-                            },
-                            LinkEnd { switch, port },
-                        );
-                        (!failed.contains(&l)).then_some((p.no, switch))
-                    }
-                    Peer::Host(_) => None,
-                })
+    (0..fabric.switches().len())
+        .map(|x| {
+            fabric
+                .live_peers(x, failed)
+                .map(|(p, s)| (p.no, s))
                 .collect()
         })
         .collect()

@@ -360,6 +360,31 @@ impl Fabric {
         }
         out
     }
+    /// A switch's fabric ports whose link is not in `failed`, each with the switch at its far
+    /// end, by port: the live adjacency every route computation walks.
+    pub fn live_peers<'a>(
+        &'a self,
+        sw: SwitchId,
+        failed: &'a BTreeSet<Link>,
+    ) -> impl Iterator<Item = (&'a Port, SwitchId)> + 'a {
+        self.switches
+            .get(sw)
+            .into_iter()
+            .flat_map(|s| s.ports.iter())
+            .filter_map(move |p| match p.peer {
+                Peer::Switch { switch, port } => {
+                    let l = Link::new(
+                        LinkEnd {
+                            switch: sw,
+                            port: p.no,
+                        },
+                        LinkEnd { switch, port },
+                    );
+                    (!failed.contains(&l)).then_some((p, switch))
+                }
+                Peer::Host(_) => None,
+            })
+    }
     /// The link on a switch port, if it is a fabric port.
     pub fn link_at(&self, sw: SwitchId, port: PortNo) -> Option<Link> {
         match self.peer(sw, port)? {
@@ -390,26 +415,11 @@ impl Fabric {
                 *c = start;
             }
             while let Some(x) = stack.pop() {
-                let Some(sw) = self.switches.get(x) else {
-                    continue;
-                };
-                for p in &sw.ports {
-                    if let Peer::Switch { switch, port } = p.peer {
-                        let l = Link::new(
-                            LinkEnd {
-                                switch: x,
-                                port: p.no,
-                            },
-                            LinkEnd { switch, port },
-                        );
-                        if failed.contains(&l) {
-                            continue;
-                        }
-                        if let Some(c) = comp.get_mut(switch) {
-                            if *c == usize::MAX {
-                                *c = start;
-                                stack.push(switch);
-                            }
+                for (_, switch) in self.live_peers(x, failed) {
+                    if let Some(c) = comp.get_mut(switch) {
+                        if *c == usize::MAX {
+                            *c = start;
+                            stack.push(switch);
                         }
                     }
                 }
@@ -894,5 +904,40 @@ mod tests {
         ] {
             assert!(bad.parse::<TopologySpec>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn live_peers_are_the_fabric_ports_minus_the_failed_links() {
+        let fabric = dragonfly::build(2, 4, 2).unwrap();
+        for (x, sw) in fabric.switches().iter().enumerate() {
+            let live: Vec<_> = fabric
+                .live_peers(x, &BTreeSet::new())
+                .map(|(p, s)| (p.no, s))
+                .collect();
+            let all: Vec<_> = sw
+                .fabric_ports()
+                .filter_map(|p| match p.peer {
+                    Peer::Switch { switch, .. } => Some((p.no, switch)),
+                    Peer::Host(_) => None,
+                })
+                .collect();
+            assert_eq!(live, all, "switch {x}");
+        }
+        // Failing one link removes it from both ends, and nothing else.
+        let link = *fabric.links().first().unwrap();
+        let failed = BTreeSet::from([link]);
+        for end in [link.a(), link.b()] {
+            let before = fabric.live_peers(end.switch, &BTreeSet::new()).count();
+            let after: Vec<_> = fabric
+                .live_peers(end.switch, &failed)
+                .map(|(p, _)| p.no)
+                .collect();
+            assert_eq!(after.len() + 1, before);
+            assert!(!after.contains(&end.port));
+        }
+        assert!(fabric
+            .live_peers(fabric.switches().len(), &failed)
+            .next()
+            .is_none());
     }
 }
