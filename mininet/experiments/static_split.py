@@ -9,6 +9,7 @@ aggregate (mean over seconds 5-30 of 30, Mb/s) and the MODIFYs sent.
     sudo /usr/bin/python3 mininet/experiments/static_split.py churn 5 10 14
 """
 import argparse
+import dataclasses
 import subprocess
 import sys
 import threading
@@ -45,8 +46,11 @@ def main():
     ap.add_argument("p1", type=int)
     ap.add_argument("rate", type=float, nargs="?", default=14.0,
                     help="MODIFYs per second per bridge (churn)")
+    ap.add_argument("--mtu", type=int, default=9000,
+                    help="every interface's MTU (default 9000, as run.py's; 1500: standard frames)")
     args = ap.parse_args()
-    with FabricNet(SPEC, RATES, mode="static", p_minimal=args.p0) as fn:
+    rates = dataclasses.replace(RATES, mtu=args.mtu)
+    with FabricNet(SPEC, rates, mode="static", p_minimal=args.p0) as fn:
         stop, mods = threading.Event(), [0]
         if args.how == "churn":
             plans = {fn.fabric.sw_short[sw["name"]]: (select_groups(fn, sw["name"], args.p0),
