@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::{UpdatePolicy, Variant};
 use crate::drb::DrbConfig;
 use crate::error::{as_f64, check, ConfigError};
+use crate::link::PortLink;
 
 /// Constants of the QCN-SW policy engine (DESIGN §5, QCN.md "QCN-SW constants").
 ///
@@ -56,6 +57,13 @@ pub struct PolicyConfig {
     /// counter, QCN.md) — 6 µs of a busy 40 Gb/s port, 24 ms of a 10 Mb/s one: counted in octets,
     /// it follows the link rate by itself, so the same value serves both.
     pub byte_limit_bytes: u64,
+    /// The byte limit in drains of the port's egress buffer: a port's B is the larger of
+    /// `byte_limit_bytes` and this many buffer drains (0 = `byte_limit_bytes` alone, the
+    /// published rule). Default 0. An increase should not come back before the queue that
+    /// caused the cut can have drained: 30 000 octets are 7.3 drains of the simulator's
+    /// 4 096-octet buffers but 0.4 of a Mininet port's 75 700, where P returns to 100 % before
+    /// the bottleneck drains (mininet/README.md, "Known limitations").
+    pub byte_limit_buffer_drains: f64,
     /// Pmin: floor of P, in percent. Default 5: keeps ≈ 13 of the 255 weight quanta on the
     /// minimal port so the minimal path keeps being probed and its byte counter keeps running;
     /// under ADV+1 on the reference Dragonfly (p=4, a=8, h=4) at load 0.4 the minimal global
@@ -182,6 +190,7 @@ impl PolicyConfig {
             increase_step_percent: 1.0,
             mi_increase_fraction: 0.02,
             byte_limit_bytes: 150_000,
+            byte_limit_buffer_drains: 0.0,
             p_min_percent: 5.0,
             fbcomp_th1: 0.0,
             fbcomp_th2: 0.0,
@@ -193,6 +202,17 @@ impl PolicyConfig {
             kind: PolicyKind::QcnSw,
             drb: DrbConfig::default(),
         }
+    }
+
+    /// The byte limit B of a port on `link`: `byte_limit_bytes`, or `byte_limit_buffer_drains`
+    /// of its buffer where that is more.
+    pub fn byte_limit_for(&self, link: &PortLink) -> u64 {
+        let drains = if self.byte_limit_buffer_drains > 0.0 {
+            link.buffer_fraction_bytes(self.byte_limit_buffer_drains)
+        } else {
+            0
+        };
+        self.byte_limit_bytes.max(drains).max(1)
     }
 
     /// Checks every constant; the policy engine accepts only validated configurations.
@@ -233,6 +253,13 @@ impl PolicyConfig {
             "policy.byte_limit_bytes",
             as_f64(self.byte_limit_bytes),
             "> 0",
+        )?;
+        check(
+            self.byte_limit_buffer_drains.is_finite()
+                && (0.0..=1000.0).contains(&self.byte_limit_buffer_drains),
+            "policy.byte_limit_buffer_drains",
+            self.byte_limit_buffer_drains,
+            "0 ≤ drains ≤ 1000",
         )?;
         check(
             self.p_min_percent.is_finite()
@@ -415,5 +442,35 @@ mod tests {
         }
         .validate()
         .is_err());
+        for bad in [-0.5, f64::NAN, f64::INFINITY, 1001.0] {
+            assert!(PolicyConfig {
+                byte_limit_buffer_drains: bad,
+                ..d()
+            }
+            .validate()
+            .is_err());
+        }
+    }
+
+    #[test]
+    fn the_byte_limit_is_the_larger_of_octets_and_buffer_drains() {
+        let shallow = PortLink {
+            rate_bps: 40e9,
+            buffer_bytes: 4096,
+        };
+        let deep = PortLink {
+            rate_bps: 2.5e6,
+            buffer_bytes: 75_700,
+        };
+        let off = PolicyConfig::default();
+        assert_eq!(off.byte_limit_for(&shallow), 30_000);
+        assert_eq!(off.byte_limit_for(&deep), 30_000);
+        let on = PolicyConfig {
+            byte_limit_buffer_drains: 1.6,
+            ..off
+        };
+        // 1.6 × 4 096 = 6 554 < 30 000: a shallow buffer keeps the octet limit.
+        assert_eq!(on.byte_limit_for(&shallow), 30_000);
+        assert_eq!(on.byte_limit_for(&deep), 121_120);
     }
 }

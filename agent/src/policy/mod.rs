@@ -29,8 +29,8 @@
 //!   (see [`Policy::set_candidates`]): per candidate c the larger of its fresh stored Fb
 //!   (received) and its fresh own Fb ([`Event::CongestionObserved`]), averaged over the
 //!   candidates. A port without known candidates falls back to Fb_avg.
-//! - **Byte counter**: bytes sent on p accumulate; each full `byte_limit_bytes` gives one
-//!   increase and is consumed (the remainder carries over, so a batched `BytesSent` of k·B bytes
+//! - **Byte counter**: bytes sent on p accumulate; each full byte limit B (`byte_limit_bytes`,
+//!   raised to `byte_limit_buffer_drains` of p's buffer) gives one increase and is consumed (the remainder carries over, so a batched `BytesSent` of k·B bytes
 //!   gives exactly k increases). Every CNM charged to p — received, whatever the comparison
 //!   decided, or self-generated — resets p's counter to 0. (FOGSim resets only on received CNMs;
 //!   charging a self-generated CNM is a decrease too, and "since the last decrease" is the
@@ -67,6 +67,8 @@ struct PortState {
     p: f64,
     /// Bytes sent since the last CNM or increase, below the byte limit between events.
     bytes: u64,
+    /// The port's byte limit B, octets (≥ 1): `byte_limit_bytes`, or more on a deep buffer.
+    byte_limit: u64,
     /// Last QntzFb received on this port (feedback comparison), 0 if none.
     last_fb: u8,
     /// When `last_fb` was stored (for Fb ageing).
@@ -93,6 +95,7 @@ impl PortState {
         PortState {
             p: P_MAX_PERCENT,
             bytes: 0,
+            byte_limit: 1,
             last_fb: 0,
             fb_at_ns: 0,
             own_fb: 0,
@@ -164,10 +167,11 @@ impl Policy {
         &self.links
     }
 
-    /// Every port's Fb age and timer period from its link and the configuration.
+    /// Every port's Fb age, timer period and byte limit from its link and the configuration.
     fn derive_times(&mut self) {
         for (&port, st) in self.ports.iter().zip(self.state.iter_mut()) {
             let link = self.links.get(port);
+            st.byte_limit = self.cfg.byte_limit_for(&link);
             st.fb_max_age_ns = (self.cfg.fb_max_age_line_bytes > 0)
                 .then(|| link.line_time_ns(self.cfg.fb_max_age_line_bytes));
             st.timer_period_ns = self
@@ -526,15 +530,15 @@ impl Policy {
 
     fn on_bytes_sent(&mut self, port: PortNo, bytes: u64, now_ns: u64, out: &mut Effects) {
         let Some(i) = self.lookup(port) else { return };
-        let limit = self.cfg.byte_limit_bytes;
         let Some(st) = self.state.get_mut(i) else {
             return;
         };
+        let limit = st.byte_limit.max(1);
         st.bytes = st.bytes.saturating_add(bytes);
         if st.bytes < limit {
             return;
         }
-        // `limit` > 0 by validation; checked_* keep clippy and the impossible case quiet.
+        // `limit` ≥ 1; checked_* keep clippy and the impossible case quiet.
         let n = st.bytes.checked_div(limit).unwrap_or(0);
         st.bytes = st.bytes.checked_rem(limit).unwrap_or(0);
         st.timer_base_ns = Some(now_ns);

@@ -863,3 +863,44 @@ fn nonminimal_factor_scales_the_candidates_except_at_equal_cost_points() {
     .validate()
     .is_err());
 }
+
+/// `byte_limit_buffer_drains` raises the byte limit of a deep-buffered port only, also across a
+/// links change and a configuration change.
+#[test]
+fn byte_limit_follows_each_ports_buffer() {
+    use crate::link::{PortLink, PortLinks};
+    let cfg = PolicyConfig {
+        byte_limit_buffer_drains: 2.0,
+        ..PolicyConfig::published()
+    };
+    let mut pol = policy(cfg.clone(), &[1, 2]);
+    let shallow = PortLink {
+        rate_bps: 10e9,
+        buffer_bytes: 4_096,
+    };
+    let deep = PortLink {
+        rate_bps: 10e6,
+        buffer_bytes: 100_000,
+    };
+    pol.set_links(PortLinks::new(shallow, vec![(2, deep)]), 0);
+    for port in [1, 2] {
+        pol.set_p_percent(port, 50.0);
+        pol.handle(bytes(port, B - 1), 0);
+    }
+    // Port 1 keeps B = 150 000 (2 drains are 8 192); port 2 needs 200 000.
+    let fx = pol.handle(bytes(1, 1), 1);
+    assert_eq!(fx.changes().len(), 1);
+    assert_eq!(p(&pol, 1), 51.0);
+    assert!(pol.handle(bytes(2, 1), 1).is_empty());
+    assert!(pol.handle(bytes(2, 200_000 - B - 1), 2).is_empty());
+    pol.handle(bytes(2, 1), 3);
+    assert_eq!(p(&pol, 2), 51.0);
+    // Back to the octet limit alone at run time.
+    pol.set_config(PolicyConfig {
+        byte_limit_buffer_drains: 0.0,
+        ..cfg
+    })
+    .unwrap();
+    pol.handle(bytes(2, B), 4);
+    assert_eq!(p(&pol, 2), 52.0);
+}
