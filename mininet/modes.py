@@ -166,6 +166,14 @@ MODES = {m.name: m for m in (
          "qcnsw-combined counting only the minimal bucket's octets (runtime.byte_counter)",
          program="controller", agent_variant="combined",
          agent={"runtime.byte_counter": "minimal-bucket"}),
+    # The byte limit in octets alone (policy.byte_limit_buffer_drains = 0, the published rule's
+    # form): on the harness's 75 700-octet queues 30 000 octets are 0.4 drains, and P returns
+    # to 100 % before the queue that caused the cut has drained (mininet/README.md "The byte
+    # limit in buffer drains").
+    Mode("qcnsw-combined-octets",
+         "qcnsw-combined with the byte limit in octets only (policy.byte_limit_buffer_drains = 0)",
+         program="controller", agent_variant="combined",
+         agent={"policy.byte_limit_buffer_drains": 0.0}),
     # QCN-SW starting from an even split instead of all-minimal: the controller installs P = 50
     # and the agent continues from the installed weights (mininet/README.md "Streams per flow,
     # and QCN-SW's start").

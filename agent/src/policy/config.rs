@@ -14,10 +14,12 @@ use crate::link::PortLink;
 /// The defaults are the configuration fabricflow-sim's sensitivity sweep picked for uniform and
 /// ADV+1 traffic together on the 1 056-host reference Dragonfly at 40 Gb/s (sim/RESULTS.md §d:
 /// `combined` with fabricflow's two additions, increase step 40, byte limit 30 000, Fb age 20 µs;
-/// Gd 1/128 and Pmin 5 % as published). [`PolicyConfig::published`] gives the papers' constants
-/// (FOGSim / IEEE 802.1Qau) for reproducing them. Every time constant is in octets of line time
-/// and every byte constant in octets, so one file serves every link rate: a port's
-/// [`PortLink`](crate::link::PortLink) turns them into nanoseconds.
+/// Gd 1/128 and Pmin 5 % as published), plus a byte limit of at least 1.6 drains of the port's
+/// buffer, which changes nothing there and paces recovery on deep-buffered ports (Mininet's).
+/// [`PolicyConfig::published`] gives the papers' constants (FOGSim / IEEE 802.1Qau) for
+/// reproducing them. Every time constant is in octets of line time and every byte constant in
+/// octets (or buffer drains), so one file serves every link rate: a port's
+/// [`PortLink`](crate::link::PortLink) turns them into nanoseconds and octets.
 ///
 /// Probabilities are in percent (0..=100), as in FOGSim's `portEnrouteMinProb`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,12 +59,14 @@ pub struct PolicyConfig {
     /// counter, QCN.md) — 6 µs of a busy 40 Gb/s port, 24 ms of a 10 Mb/s one: counted in octets,
     /// it follows the link rate by itself, so the same value serves both.
     pub byte_limit_bytes: u64,
-    /// The byte limit in drains of the port's egress buffer: a port's B is the larger of
-    /// `byte_limit_bytes` and this many buffer drains (0 = `byte_limit_bytes` alone, the
-    /// published rule). Default 0. An increase should not come back before the queue that
-    /// caused the cut can have drained: 30 000 octets are 7.3 drains of the simulator's
-    /// 4 096-octet buffers but 0.4 of a Mininet port's 75 700, where P returns to 100 % before
-    /// the bottleneck drains (mininet/README.md, "Known limitations").
+    /// The byte limit in drains of the port's egress buffer (fabricflow's addition): a port's B
+    /// is the larger of `byte_limit_bytes` and this many buffer drains (0 = `byte_limit_bytes`
+    /// alone, the published rule). Default 1.6. P should not come back before the queue that
+    /// caused the cut can have drained and TCP answered it: 30 000 octets are 7.3 drains of the
+    /// simulator's 4 096-octet buffers (unchanged by this default) but 0.4 of a Mininet port's
+    /// 75 700, where P returned to 100 % before the bottleneck drained. 1.6 drains lifts
+    /// Mininet's short ADV cells at 10 / 2.5 Mb/s by 6–19 % (mininet/README.md, "The byte
+    /// limit in buffer drains").
     pub byte_limit_buffer_drains: f64,
     /// Pmin: floor of P, in percent. Default 5: keeps ≈ 13 of the 255 weight quanta on the
     /// minimal port so the minimal path keeps being probed and its byte counter keeps running;
@@ -168,6 +172,7 @@ impl Default for PolicyConfig {
             variant: Variant::Combined,
             increase_step_percent: 40.0,
             byte_limit_bytes: 30_000,
+            byte_limit_buffer_drains: 1.6,
             fb_max_age_line_bytes: 100_000,
             increase_timer_line_bytes: Some(200_000),
             source_comparison: true,
@@ -329,6 +334,7 @@ mod tests {
         assert_eq!(published.variant, Variant::Base);
         assert_eq!(published.increase_step_percent, 1.0);
         assert_eq!(published.byte_limit_bytes, 150_000);
+        assert_eq!(published.byte_limit_buffer_drains, 0.0);
         assert!(!published.source_comparison);
         assert_eq!(published.fb_max_age_line_bytes, 0);
         assert_eq!(published.increase_timer_line_bytes, None);
@@ -462,15 +468,15 @@ mod tests {
             rate_bps: 2.5e6,
             buffer_bytes: 75_700,
         };
-        let off = PolicyConfig::default();
-        assert_eq!(off.byte_limit_for(&shallow), 30_000);
-        assert_eq!(off.byte_limit_for(&deep), 30_000);
-        let on = PolicyConfig {
-            byte_limit_buffer_drains: 1.6,
-            ..off
-        };
+        let on = PolicyConfig::default();
         // 1.6 × 4 096 = 6 554 < 30 000: a shallow buffer keeps the octet limit.
         assert_eq!(on.byte_limit_for(&shallow), 30_000);
         assert_eq!(on.byte_limit_for(&deep), 121_120);
+        let off = PolicyConfig {
+            byte_limit_buffer_drains: 0.0,
+            ..on
+        };
+        assert_eq!(off.byte_limit_for(&shallow), 30_000);
+        assert_eq!(off.byte_limit_for(&deep), 30_000);
     }
 }
