@@ -30,8 +30,9 @@
 //!   (received) and its fresh own Fb ([`Event::CongestionObserved`]), averaged over the
 //!   candidates. A port without known candidates falls back to Fb_avg.
 //! - **Byte counter**: bytes sent on p accumulate; each full byte limit B (`byte_limit_bytes`,
-//!   raised to `byte_limit_buffer_drains` of p's buffer) gives one increase and is consumed (the remainder carries over, so a batched `BytesSent` of k·B bytes
-//!   gives exactly k increases). Every CNM charged to p — received, whatever the comparison
+//!   raised to `byte_limit_buffer_drains` of p's buffer) gives one increase and is consumed
+//!   (the remainder carries over, so a batched `BytesSent` of k·B bytes gives exactly k
+//!   increases). Every CNM charged to p — received, whatever the comparison
 //!   decided, or self-generated — resets p's counter to 0. (FOGSim resets only on received CNMs;
 //!   charging a self-generated CNM is a decrease too, and "since the last decrease" is the
 //!   counter's meaning, so fabricflow resets on both.)
@@ -533,12 +534,12 @@ impl Policy {
         let Some(st) = self.state.get_mut(i) else {
             return;
         };
-        let limit = st.byte_limit.max(1);
+        let limit = st.byte_limit;
         st.bytes = st.bytes.saturating_add(bytes);
         if st.bytes < limit {
             return;
         }
-        // `limit` ≥ 1; checked_* keep clippy and the impossible case quiet.
+        // `limit` ≥ 1 (`byte_limit_for`); checked_* keep clippy and the impossible case quiet.
         let n = st.bytes.checked_div(limit).unwrap_or(0);
         st.bytes = st.bytes.checked_rem(limit).unwrap_or(0);
         st.timer_base_ns = Some(now_ns);
