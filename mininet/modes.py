@@ -174,6 +174,14 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with the byte limit in octets only (policy.byte_limit_buffer_drains = 0)",
          program="controller", agent_variant="combined",
          agent={"policy.byte_limit_buffer_drains": 0.0}),
+    # Source processing only for culprits sampled on their minimal port from this switch: a
+    # detour or transit frame on a congested port does not cut the minimal port towards its
+    # destination (policy.source_on_route).
+    Mode("qcnsw-combined-onroute",
+         "qcnsw-combined charging self-generated CNMs only on the culprit's minimal port "
+         "(policy.source_on_route)",
+         program="controller", agent_variant="combined",
+         agent={"policy.source_on_route": True}),
     # QCN-SW starting from an even split instead of all-minimal: the controller installs P = 50
     # and the agent continues from the installed weights (mininet/README.md "Streams per flow,
     # and QCN-SW's start").

@@ -211,6 +211,9 @@ pub struct SessionCounters {
     pub cnm_generated: u64,
     /// Generated CNMs also charged locally (source processing).
     pub cnm_generated_charged: u64,
+    /// Generated CNMs source processing left alone: sampled off the culprit's minimal port
+    /// (`policy.source_on_route`).
+    pub cnm_generated_off_route: u64,
     /// Generated CNMs for a host of this very switch: not injected (the reaction point is the
     /// switch, and the host would drop the frame), only charged locally.
     pub cnm_to_own_host: u64,
@@ -1117,6 +1120,7 @@ impl Session {
             cnm_relayed: c.cnm_relayed,
             cnm_generated: c.cnm_generated,
             cnm_generated_charged: c.cnm_generated_charged,
+            cnm_generated_off_route: c.cnm_generated_off_route,
             cnm_to_own_host: c.cnm_to_own_host,
             plan_changes: c.plan_changes,
             frozen_events_ignored: c.frozen_events_ignored,

@@ -135,6 +135,8 @@ pub struct CoreCounters {
     pub cnm_generated: u64,
     /// Of those, charged locally too (source processing on, culprit bound for another group).
     pub cnm_generated_charged: u64,
+    /// Of those, not charged: sampled off the culprit's minimal port (`policy.source_on_route`).
+    pub cnm_generated_off_route: u64,
     /// Of those, for a host of this switch (not injected).
     pub cnm_to_own_host: u64,
     /// Weight writes produced.
@@ -561,17 +563,24 @@ impl SwitchCore {
             }
             return CnmRoute::Fabric;
         }
-        if let Some(port) = self.minimal_port_towards(s.culprit.dst) {
-            if self.policy.config().variant.source_processing() {
-                self.counters.cnm_generated_charged += 1;
+        if let Some(m) = self.minimal_port_towards(s.culprit.dst) {
+            let source_processing = self.policy.config().variant.source_processing();
+            match self.source_charged_port(s, m) {
+                Some(port) => {
+                    if source_processing {
+                        self.counters.cnm_generated_charged += 1;
+                    }
+                    self.feed(
+                        Event::CnmGenerated {
+                            minimal_port_towards_culprit: port,
+                            qntz_fb: s.qntz_fb,
+                        },
+                        now_ns,
+                    );
+                }
+                None if source_processing => self.counters.cnm_generated_off_route += 1,
+                None => {}
             }
-            self.feed(
-                Event::CnmGenerated {
-                    minimal_port_towards_culprit: port,
-                    qntz_fb: s.qntz_fb,
-                },
-                now_ns,
-            );
         }
         if own_host {
             CnmRoute::OwnHost
@@ -589,18 +598,33 @@ impl SwitchCore {
         let Some(m) = self.minimal_port_towards(culprit_dst) else {
             return arrival;
         };
-        let equal_cost_bucket = self
-            .plan
-            .as_ref()
-            .and_then(|plan| plan.group_of_port(m))
-            .is_some_and(|g| {
-                g.dp.equal_cost && (arrival == m || g.candidate_ports().contains(&arrival))
-            });
-        if equal_cost_bucket {
+        if self.is_equal_cost_bucket(m, arrival) {
             arrival
         } else {
             m
         }
+    }
+
+    /// The port source processing charges for a sample of this switch's congestion point whose
+    /// culprit's minimal port from here is `m`: `m`; with `policy.source_on_route`, only when the
+    /// sample was taken on `m`, or at an equal-cost decision point on one of its buckets (then
+    /// that bucket).
+    fn source_charged_port(&self, s: &CongestionSample, m: PortNo) -> Option<PortNo> {
+        if !self.policy.config().source_on_route {
+            return Some(m);
+        }
+        let sampled = s.port?;
+        (sampled == m || self.is_equal_cost_bucket(m, sampled)).then_some(sampled)
+    }
+
+    /// Whether `port` is a bucket of the equal-cost decision point whose minimal port is `m`.
+    fn is_equal_cost_bucket(&self, m: PortNo, port: PortNo) -> bool {
+        self.plan
+            .as_ref()
+            .and_then(|plan| plan.group_of_port(m))
+            .is_some_and(|g| {
+                g.dp.equal_cost && (port == m || g.candidate_ports().contains(&port))
+            })
     }
 
     /// The decision point's minimal port for traffic to `dst`, if a decision point serves it.

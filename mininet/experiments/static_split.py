@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-"""Experiment (not a test): Dragonfly(2,4,2) ADV+1 with a *static* plan at P = P0 percent, and
-optionally (`churn`) every SELECT group's weights rewritten between the P0 and P1 plans, RATE
-MODIFYs a second per bridge over OpenFlow 1.3 (`ofchurn.py`, on each bridge's management
-socket): what a weight MODIFY costs the TCP streams without any QCN-SW dynamics. Prints the
-aggregate (mean over seconds 5-30 of 30, Mb/s) and the MODIFYs sent.
+"""Experiment (not a test): a fabric (default Dragonfly(2,4,2)) under one traffic pattern (default
+ADV+1) at 10 / 2.5 Mb/s with a *static* plan at P = P0 percent, and optionally (`churn`) every
+SELECT group's weights rewritten between the P0 and P1 plans, RATE MODIFYs a second per bridge
+over OpenFlow 1.3 (`ofchurn.py`, on each bridge's management socket): what a fixed split can
+carry, and what a weight MODIFY costs the TCP streams, without any QCN-SW dynamics. Prints the
+aggregate (mean over seconds 5-30 of 30, Mb/s), the MODIFYs sent and the cell's optimum.
 
     sudo /usr/bin/python3 mininet/experiments/static_split.py static 15 15
+    sudo /usr/bin/python3 mininet/experiments/static_split.py static 15 15 --traffic adv+2
     sudo /usr/bin/python3 mininet/experiments/static_split.py churn 5 10 14
 """
 import argparse
@@ -30,10 +32,10 @@ RATES = LinkRates(host=10, local=10, glob=2.5, up=10, down=2.5, queue_pkts=50)
 DURATION, WARMUP = 30, 5
 
 
-def select_groups(fn, sw_name, p):
+def select_groups(fn, spec, sw_name, p):
     """The switch's SELECT groups (ovs-ofctl text) in the static plan at P = p."""
     out = fn.tmp / f"{sw_name}-{p}.groups"
-    subprocess.run([str(CONTROLLER_BIN), "plan", "--topology", SPEC, "--switch", sw_name,
+    subprocess.run([str(CONTROLLER_BIN), "plan", "--topology", spec, "--switch", sw_name,
                     "--p-minimal", str(p), "--groups-out", str(out),
                     "--flows-out", f"{out}.flows"], check=True, capture_output=True)
     return [g for g in out.read_text().splitlines() if "type=select" in g]
@@ -48,17 +50,21 @@ def main():
                     help="MODIFYs per second per bridge (churn)")
     ap.add_argument("--mtu", type=int, default=9000,
                     help="every interface's MTU (default 9000, as run.py's; 1500: standard frames)")
+    ap.add_argument("--topology", default=SPEC, help=f"fabric (default {SPEC})")
+    ap.add_argument("--traffic", default="adv+1", help="pattern, as run.py's (default adv+1)")
+    ap.add_argument("--seed", type=int, default=1, help="the pattern's seed (default 1)")
     args = ap.parse_args()
     rates = dataclasses.replace(RATES, mtu=args.mtu)
-    with FabricNet(SPEC, rates, mode="static", p_minimal=args.p0) as fn:
+    with FabricNet(args.topology, rates, mode="static", p_minimal=args.p0) as fn:
         stop, mods = threading.Event(), [0]
         if args.how == "churn":
-            plans = {fn.fabric.sw_short[sw["name"]]: (select_groups(fn, sw["name"], args.p0),
-                                                      select_groups(fn, sw["name"], args.p1))
+            plans = {fn.fabric.sw_short[sw["name"]]: (
+                select_groups(fn, args.topology, sw["name"], args.p0),
+                select_groups(fn, args.topology, sw["name"], args.p1))
                      for sw in fn.fabric.switches}
             threading.Thread(target=ofchurn.run, args=(plans, args.rate, stop, mods),
                              daemon=True).start()
-        flows = traffic.flows(fn.fabric, "adv+1", 1)
+        flows = traffic.flows(fn.fabric, args.traffic, args.seed)
         files = traffic.run_iperf(fn, flows, DURATION, fn.tmp / "iperf", streams=4)
         stop.set()
         agg = 0.0
@@ -66,7 +72,10 @@ def main():
             samples, _ = measure.parse_iperf(path)
             vals = [v for t, v in samples if WARMUP < t <= DURATION + 0.5]
             agg += sum(vals) / len(vals) if vals else 0.0
-    print(f"{args.how} P {args.p0}/{args.p1}: aggregate {agg:.2f} Mb/s, MODIFYs {mods[0]}")
+    optimum = traffic.bound(args.topology, args.traffic, args.seed, rates, ("any",))["any"]
+    print(f"{args.topology} {args.traffic} seed {args.seed}, {args.how} P {args.p0}/{args.p1}: "
+          f"aggregate {agg:.2f} Mb/s, MODIFYs {mods[0]}, "
+          f"optimum {optimum['max_aggregate_mbps']:.2f} Mb/s")
 
 
 if __name__ == "__main__":

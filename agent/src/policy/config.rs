@@ -103,6 +103,13 @@ pub struct PolicyConfig {
     /// self decrease bypasses the comparison, so `combined` loses uniform throughput like
     /// `source-processing` does.
     pub source_comparison: bool,
+    /// Source processing on the culprit's route only (fabricflow's addition; default false, the
+    /// published rule): a self-generated CNM is charged only when the congested port is the
+    /// culprit's minimal port from this switch (at an equal-cost decision point: one of its
+    /// buckets, which is charged itself). A culprit sampled on another port was a detour or
+    /// transit, and cutting the minimal port towards its destination would move this switch's
+    /// own traffic onto the very port that is congested.
+    pub source_on_route: bool,
     /// What feedback comparison compares Fb(p) with (fabricflow's addition; default `both`;
     /// `fabric-average` is the published rule). `candidates`: the congestion of p's own
     /// non-minimal candidates instead of the mean over all fabric ports — per candidate port the
@@ -203,6 +210,7 @@ impl PolicyConfig {
             increase_timer_line_bytes: None,
             fb_max_age_line_bytes: 0,
             source_comparison: false,
+            source_on_route: false,
             fbcomp_reference: FbReference::FabricAverage,
             fbcomp_nonminimal_factor: 1.0,
             kind: PolicyKind::QcnSw,

@@ -733,3 +733,67 @@ fn equal_cost_groups_charge_the_arrival_port_and_move_traffic_off_it_in_every_gr
     assert!((q4 - p4).abs() < 1.0, "{q4} vs {p4}");
     assert_eq!(d.policy().p_percent(3), Some(100.0));
 }
+
+/// Source processing with `policy.source_on_route`.
+fn on_route_core() -> SwitchCore {
+    let mut policy = PolicyConfig::published();
+    policy.variant = crate::policy::Variant::SourceProcessing;
+    policy.source_on_route = true;
+    SwitchCore::new(policy, WeightsConfig::default()).unwrap()
+}
+
+#[test]
+fn source_processing_on_route_charges_only_samples_taken_on_the_culprits_minimal_port() {
+    let remote = Culprit {
+        src: mac("02:00:00:02:00:01"),
+        dst: to7(),
+    };
+    let sample = |port| CongestionSample {
+        port,
+        qntz_fb: 40,
+        culprit: remote,
+    };
+    let mut on_route = on_route_core();
+    on_route.learn(plan([255, 0, 1]), 0, 0);
+    // Sampled on port 4, a candidate of group 7's decision point (minimal port 3): a detour
+    // or transit frame. Cutting P(3) would send more of this switch's traffic to port 4.
+    for port in [Some(4), None] {
+        assert_eq!(on_route.on_congestion(&sample(port), MS), CnmRoute::Fabric);
+        assert_eq!(on_route.policy().p_percent(3), Some(100.0));
+        assert_eq!(on_route.policy().p_percent(4), Some(100.0));
+    }
+    assert_eq!(on_route.counters().cnm_generated_charged, 0);
+    assert_eq!(on_route.counters().cnm_generated_off_route, 2);
+    assert_eq!(on_route.counters().cnm_generated, 2);
+    // Sampled on its minimal port: charged there.
+    on_route.on_congestion(&sample(Some(3)), 2 * MS);
+    assert!(on_route.policy().p_percent(3).unwrap() < 100.0);
+    assert_eq!(on_route.counters().cnm_generated_charged, 1);
+    // The published rule charges the minimal port whatever port the sample was taken on.
+    let mut any = core(crate::policy::Variant::SourceProcessing, 0);
+    any.learn(plan([255, 0, 1]), 0, 0);
+    any.on_congestion(&sample(Some(4)), MS);
+    assert!(any.policy().p_percent(3).unwrap() < 100.0);
+    assert_eq!(any.counters().cnm_generated_charged, 1);
+    assert_eq!(any.counters().cnm_generated_off_route, 0);
+}
+
+#[test]
+fn source_processing_on_route_charges_the_sampled_bucket_of_an_equal_cost_decision_point() {
+    let mut c = on_route_core();
+    c.learn(leaf([128, 127, 1], [128, 127, 1]), 0, 0);
+    // A culprit to pod 7 (minimal port 3) hashed onto up port 4, sampled there: both ports are
+    // minimal, so the congested one is charged.
+    let sample = CongestionSample {
+        port: Some(4),
+        qntz_fb: 40,
+        culprit: Culprit {
+            src: mac("02:00:00:02:00:01"),
+            dst: to7(),
+        },
+    };
+    c.on_congestion(&sample, MS);
+    assert_eq!(c.policy().p_percent(3), Some(100.0));
+    assert!(c.policy().p_percent(4).unwrap() < 100.0);
+    assert_eq!(c.counters().cnm_generated_charged, 1);
+}
