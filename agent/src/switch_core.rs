@@ -622,9 +622,7 @@ impl SwitchCore {
         self.plan
             .as_ref()
             .and_then(|plan| plan.group_of_port(m))
-            .is_some_and(|g| {
-                g.dp.equal_cost && (port == m || g.candidate_ports().contains(&port))
-            })
+            .is_some_and(|g| g.dp.equal_cost && (port == m || g.candidate_ports().contains(&port)))
     }
 
     /// The decision point's minimal port for traffic to `dst`, if a decision point serves it.
