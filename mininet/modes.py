@@ -174,14 +174,24 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with the byte limit in octets only (policy.byte_limit_buffer_drains = 0)",
          program="controller", agent_variant="combined",
          agent={"policy.byte_limit_buffer_drains": 0.0}),
-    # Source processing only for culprits sampled on their minimal port from this switch: a
-    # detour or transit frame on a congested port does not cut the minimal port towards its
-    # destination (policy.source_on_route).
-    Mode("qcnsw-combined-onroute",
-         "qcnsw-combined charging self-generated CNMs only on the culprit's minimal port "
-         "(policy.source_on_route)",
+    # Source processing as published: a self-generated CNM charges the minimal port towards the
+    # culprit's destination whatever port it was sampled on (policy.source_on_route = false;
+    # mininet/README.md "Source processing on the culprit's route").
+    Mode("qcnsw-combined-anyroute",
+         "qcnsw-combined charging every self-generated CNM to the culprit's minimal port "
+         "(policy.source_on_route = false)",
          program="controller", agent_variant="combined",
-         agent={"policy.source_on_route": True}),
+         agent={"policy.source_on_route": False}),
+    # P's path with finer steps: half the increase step at half the byte limit (the same mean
+    # rate of rise), or cuts half as deep (R in [0.75, 1]).
+    Mode("qcnsw-combined-step20",
+         "qcnsw-combined with +20-point increases per 0.8 buffer drains",
+         program="controller", agent_variant="combined",
+         agent={"policy.increase_step_percent": 20.0, "policy.byte_limit_buffer_drains": 0.8}),
+    Mode("qcnsw-combined-gd256",
+         "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
+         program="controller", agent_variant="combined",
+         agent={"policy.gd": 1.0 / 256.0}),
     # QCN-SW starting from an even split instead of all-minimal: the controller installs P = 50
     # and the agent continues from the installed weights (mininet/README.md "Streams per flow,
     # and QCN-SW's start").
