@@ -109,8 +109,9 @@ pub struct PolicyConfig {
     /// buckets, which is charged itself). A culprit sampled on another port was a detour or
     /// transit: charging the minimal port towards its destination with that port's Fb answers
     /// the detour's congestion on the wrong port (with `source_comparison`, mostly by raising P
-    /// back onto the congested minimal path). Mininet, shipped ÷ published rule: ADV cells
-    /// +2 to +12 % in 12 of 14 (mininet/README.md "Source processing on the culprit's route").
+    /// back onto the congested minimal path). Mininet, on route ÷ published: ADV cells +2 to
+    /// +12 % in 10 of 13, −1 to −2 % in the others; uniform and hotspot 0.94–1.05
+    /// (mininet/README.md "Source processing on the culprit's route").
     pub source_on_route: bool,
     /// What feedback comparison compares Fb(p) with (fabricflow's addition; default `both`;
     /// `fabric-average` is the published rule). `candidates`: the congestion of p's own
