@@ -20,6 +20,7 @@
 //! - **Source processing** (`source-processing`, `combined`): a CNM this switch generates applies
 //!   one plain decrease by its QntzFb to the switch's minimal port towards the culprit's
 //!   destination (never the comparison, and the stored Fb is untouched — as FOGSim's `QCNSWSELF`).
+//!   With `source_on_route` the switch core passes only samples taken on that very port.
 //! - Two additions of fabricflow's, off by default so the defaults are the published rule:
 //!   Fb ageing (stored Fb older than the limit count as 0 in Fb_avg, so the comparison
 //!   recovers after uniform congestion ends) and `source_comparison` (in `combined`, a
