@@ -183,11 +183,13 @@ MODES = {m.name: m for m in (
          program="controller", agent_variant="combined",
          agent={"policy.source_on_route": False}),
     # P's path with finer steps: half the increase step at half the byte limit (the same mean
-    # rate of rise), or cuts half as deep (R in [0.75, 1]).
+    # rate of rise; the octet floor halved too, which the harness's 75 700-octet queues never
+    # reach), or cuts half as deep (R in [0.75, 1]).
     Mode("qcnsw-combined-step20",
-         "qcnsw-combined with +20-point increases per 0.8 buffer drains",
+         "qcnsw-combined with +20-point increases per 0.8 buffer drains (15 000 octets at least)",
          program="controller", agent_variant="combined",
-         agent={"policy.increase_step_percent": 20.0, "policy.byte_limit_buffer_drains": 0.8}),
+         agent={"policy.increase_step_percent": 20.0, "policy.byte_limit_buffer_drains": 0.8,
+                "policy.byte_limit_bytes": 15_000}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",
