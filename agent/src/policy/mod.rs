@@ -21,12 +21,13 @@
 //!   one plain decrease by its QntzFb to the switch's minimal port towards the culprit's
 //!   destination (never the comparison, and the stored Fb is untouched — as FOGSim's `QCNSWSELF`).
 //!   With `source_on_route` the switch core passes only samples taken on that very port.
-//! - Two additions of fabricflow's, off by default so the defaults are the published rule:
+//! - Two additions of fabricflow's, on in the shipped defaults and off in
+//!   [`PolicyConfig::published`]:
 //!   Fb ageing (stored Fb older than the limit count as 0 in Fb_avg, so the comparison
 //!   recovers after uniform congestion ends) and `source_comparison` (in `combined`, a
 //!   self-generated CNM goes through the comparison instead of a plain decrease, unstored).
-//! - `fbcomp_reference = candidates` (fabricflow's addition, off by default): the comparison's
-//!   reference for port p is not Fb_avg but the congestion of p's non-minimal candidates
+//! - `fbcomp_reference = candidates` (fabricflow's addition; the default `both` uses it too):
+//!   the comparison's reference for port p is not Fb_avg but the congestion of p's non-minimal candidates
 //!   (see [`Policy::set_candidates`]): per candidate c the larger of its fresh stored Fb
 //!   (received) and its fresh own Fb ([`Event::CongestionObserved`]), averaged over the
 //!   candidates. A port without known candidates falls back to Fb_avg.
