@@ -27,8 +27,8 @@
 //!   recovers after uniform congestion ends) and `source_comparison` (in `combined`, a
 //!   self-generated CNM goes through the comparison instead of a plain decrease, unstored).
 //! - `fbcomp_reference = candidates` (fabricflow's addition; the default `both` uses it too):
-//!   the comparison's reference for port p is not Fb_avg but the congestion of p's non-minimal candidates
-//!   (see [`Policy::set_candidates`]): per candidate c the larger of its fresh stored Fb
+//!   the comparison's reference for port p is not Fb_avg but the congestion of p's non-minimal
+//!   candidates (see [`Policy::set_candidates`]): per candidate c the larger of its fresh stored Fb
 //!   (received) and its fresh own Fb ([`Event::CongestionObserved`]), averaged over the
 //!   candidates. A port without known candidates falls back to Fb_avg.
 //! - **Byte counter**: bytes sent on p accumulate; each full byte limit B (`byte_limit_bytes`,
