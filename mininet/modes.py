@@ -167,7 +167,7 @@ MODES = {m.name: m for m in (
          program="controller", agent_variant="combined",
          agent={"runtime.byte_counter": "minimal-bucket"}),
     # The byte limit in octets alone (policy.byte_limit_buffer_drains = 0, the published rule's
-    # form): on the harness's 75 700-octet queues 30 000 octets are 0.4 drains, and P returns
+    # form): on the harness's 75 700-octet queues 15 000 octets are 0.2 drains, and P returns
     # to 100 % before the queue that caused the cut has drained (mininet/README.md "The byte
     # limit in buffer drains").
     Mode("qcnsw-combined-octets",
@@ -182,14 +182,14 @@ MODES = {m.name: m for m in (
          "(policy.source_on_route = false)",
          program="controller", agent_variant="combined",
          agent={"policy.source_on_route": False}),
-    # P's path with finer steps: half the increase step at half the byte limit (the same mean
-    # rate of rise; the octet floor halved too, which the harness's 75 700-octet queues never
-    # reach), or cuts half as deep (R in [0.75, 1]).
-    Mode("qcnsw-combined-step20",
-         "qcnsw-combined with +20-point increases per 0.8 buffer drains (15 000 octets at least)",
+    # P's path: the sweep's +40-point steps per 1.6 drains (the shipped rate of rise in steps
+    # twice as large; mininet/README.md "Half-size steps"), or cuts half as deep (R in
+    # [0.75, 1]).
+    Mode("qcnsw-combined-step40",
+         "qcnsw-combined with +40-point increases per 1.6 buffer drains (30 000 octets at least)",
          program="controller", agent_variant="combined",
-         agent={"policy.increase_step_percent": 20.0, "policy.byte_limit_buffer_drains": 0.8,
-                "policy.byte_limit_bytes": 15_000}),
+         agent={"policy.increase_step_percent": 40.0, "policy.byte_limit_buffer_drains": 1.6,
+                "policy.byte_limit_bytes": 30_000}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",

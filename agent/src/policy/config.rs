@@ -13,9 +13,10 @@ use crate::link::PortLink;
 ///
 /// The defaults are the configuration fabricflow-sim's sensitivity sweep picked for uniform and
 /// ADV+1 traffic together on the 1 056-host reference Dragonfly at 40 Gb/s (sim/RESULTS.md §d:
-/// `combined` with fabricflow's two additions, increase step 40, byte limit 30 000, Fb age 20 µs;
-/// Gd 1/128 and Pmin 5 % as published), plus a byte limit of at least 1.6 drains of the port's
-/// buffer, which changes nothing there and paces recovery on deep-buffered ports (Mininet's).
+/// `combined` with fabricflow's two additions, Fb age 20 µs; Gd 1/128 and Pmin 5 % as
+/// published), with its increase rate (40 points per 30 000 octets) taken in half-size steps
+/// (20 points per 15 000 octets), plus a byte limit of at least 0.8 drains of the port's buffer,
+/// which changes nothing there and paces recovery on deep-buffered ports (Mininet's).
 /// [`PolicyConfig::published`] gives the papers' constants (FOGSim / IEEE 802.1Qau) for
 /// reproducing them. Every time constant is in octets of line time and every byte constant in
 /// octets (or buffer drains), so one file serves every link rate: a port's
@@ -43,31 +44,34 @@ pub struct PolicyConfig {
     /// the same amount under AD as under MD (QntzFb 63 → −49.2 points). FOGSim subtracts Gd·QntzFb
     /// points (at most 0.49); set this to the value of `gd` to reproduce it exactly.
     pub ad_percent_per_fb: f64,
-    /// Additive increase step, in percentage points (AIMD, AIAD). Default 40 (sweep; 1 in
-    /// `published`): from the 5 % floor back to 100 in 3 increases. With feedback comparison,
-    /// source comparison and ageing deciding when to cut, fast recovery keeps uniform traffic
-    /// minimal (sweep, uniform@0.9: 0.67 with step 5, 0.71 with 10, 0.74 with 20, 0.76 with 40
-    /// and 60) while ADV+1 stays diverted (0.40 at load 0.4, reaction 120–160 µs). The papers'
-    /// tuned value is not public.
+    /// Additive increase step, in percentage points (AIMD, AIAD). Default 20 (1 in `published`):
+    /// from the 5 % floor back to 100 in 5 increases. With feedback comparison, source comparison
+    /// and ageing deciding when to cut, fast recovery keeps uniform traffic minimal (sweep at
+    /// 30 000 octets per increase, uniform@0.9: 0.67 with step 5, 0.71 with 10, 0.74 with 20,
+    /// 0.76 with 40 and 60) while ADV+1 stays diverted; what matters is the rate of rise, so the
+    /// default halves the step and the byte limit together: the same rate in finer steps, which
+    /// lets a port that one cut overshot settle between the floor and 100 (Dragonfly(1,3,1)
+    /// uniform on Mininet +14 %, mininet/README.md "Half-size steps"). The papers' tuned value is
+    /// not public.
     pub increase_step_percent: f64,
     /// Multiplicative increase fraction x (MIMD, MIAD): P ← min(100, P·(1 + x)). Default 0.02:
     /// near P = 50 one increase moves P by one point, like the additive default. FOGSim multiplies
     /// by its R_AI; x = R_AI − 1.
     pub mi_increase_fraction: f64,
     /// B: bytes that must leave a port since its last CNM or increase to earn one increase.
-    /// Default 30 000 (sweep; `published`: 150 000, the IEEE 802.1Qau reaction point's byte
-    /// counter, QCN.md) — 6 µs of a busy 40 Gb/s port, 24 ms of a 10 Mb/s one: counted in octets,
-    /// it follows the link rate by itself, so the same value serves both.
+    /// Default 15 000, with the 20-point step the sweep's 40 points per 30 000 (`published`:
+    /// 150 000, the IEEE 802.1Qau reaction point's byte counter, QCN.md) — 3 µs of a busy
+    /// 40 Gb/s port, 12 ms of a 10 Mb/s one: counted in octets, it follows the link rate by
+    /// itself, so the same value serves both.
     pub byte_limit_bytes: u64,
     /// The byte limit in drains of the port's egress buffer (fabricflow's addition): a port's B
     /// is the larger of `byte_limit_bytes` and this many buffer drains (0 = `byte_limit_bytes`
-    /// alone, the published rule). Default 1.6. P should not come back before the queue that
-    /// caused the cut can have drained and TCP answered it: 30 000 octets are 7.3 drains of the
-    /// simulator's 4 096-octet buffers (unchanged by this default) but 0.4 of a Mininet port's
-    /// 75 700, where P returned to 100 % before the bottleneck drained. 1.6 drains lifts
-    /// Mininet's short ADV cells at 10 / 2.5 Mb/s by 6–19 % and costs Dragonfly(1,3,1)
-    /// uniform 4–11 %, where the longer diversion does not pay (mininet/README.md, "The byte
-    /// limit in buffer drains" and "The matrix").
+    /// alone, the published rule). Default 0.8 (with the 20-point step: 1.6 drains per 40
+    /// points). P should not come back before the queue that caused the cut can have drained
+    /// and TCP answered it: the octet limit is 3.7 drains of the simulator's 4 096-octet buffers
+    /// (unchanged by this default) but 0.2 of a Mininet port's 75 700, where P returned to 100 %
+    /// before the bottleneck drained. The drain rule lifts Mininet's short ADV cells at
+    /// 10 / 2.5 Mb/s by 6–19 % (mininet/README.md, "The byte limit in buffer drains").
     pub byte_limit_buffer_drains: f64,
     /// Pmin: floor of P, in percent. Default 5: keeps ≈ 13 of the 255 weight quanta on the
     /// minimal port so the minimal path keeps being probed and its byte counter keeps running;
@@ -181,9 +185,9 @@ impl Default for PolicyConfig {
     fn default() -> Self {
         PolicyConfig {
             variant: Variant::Combined,
-            increase_step_percent: 40.0,
-            byte_limit_bytes: 30_000,
-            byte_limit_buffer_drains: 1.6,
+            increase_step_percent: 20.0,
+            byte_limit_bytes: 15_000,
+            byte_limit_buffer_drains: 0.8,
             fb_max_age_line_bytes: 100_000,
             increase_timer_line_bytes: Some(200_000),
             source_comparison: true,
@@ -343,6 +347,11 @@ mod tests {
         assert!(p.source_comparison);
         assert!(p.source_on_route);
         assert_eq!(p.fb_max_age_line_bytes, 100_000);
+        // The sweep's rate of rise (40 points per 30 000 octets) in half-size steps.
+        assert_eq!(
+            p.increase_step_percent / as_f64(p.byte_limit_bytes),
+            40.0 / 30_000.0
+        );
         let published = PolicyConfig::published();
         published.validate().unwrap();
         assert_eq!(published.variant, Variant::Base);
@@ -484,14 +493,14 @@ mod tests {
             buffer_bytes: 75_700,
         };
         let on = PolicyConfig::default();
-        // 1.6 × 4 096 = 6 554 < 30 000: a shallow buffer keeps the octet limit.
-        assert_eq!(on.byte_limit_for(&shallow), 30_000);
-        assert_eq!(on.byte_limit_for(&deep), 121_120);
+        // 0.8 × 4 096 = 3 277 < 15 000: a shallow buffer keeps the octet limit.
+        assert_eq!(on.byte_limit_for(&shallow), 15_000);
+        assert_eq!(on.byte_limit_for(&deep), 60_560);
         let off = PolicyConfig {
             byte_limit_buffer_drains: 0.0,
             ..on
         };
-        assert_eq!(off.byte_limit_for(&shallow), 30_000);
-        assert_eq!(off.byte_limit_for(&deep), 30_000);
+        assert_eq!(off.byte_limit_for(&shallow), 15_000);
+        assert_eq!(off.byte_limit_for(&deep), 15_000);
     }
 }
