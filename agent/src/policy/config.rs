@@ -49,10 +49,10 @@ pub struct PolicyConfig {
     /// and ageing deciding when to cut, fast recovery keeps uniform traffic minimal (sweep at
     /// 30 000 octets per increase, uniform@0.9: 0.67 with step 5, 0.71 with 10, 0.74 with 20,
     /// 0.76 with 40 and 60) while ADV+1 stays diverted; what matters is the rate of rise, so the
-    /// default halves the step and the byte limit together: the same rate in finer steps, which
-    /// lets a port that one cut overshot settle between the floor and 100 (Dragonfly(1,3,1)
-    /// uniform on Mininet +14 %, mininet/README.md "Half-size steps"). The papers' tuned value is
-    /// not public.
+    /// default halves the step and the byte limit together: the same rate in finer steps
+    /// (within ±3 % of +40 in most Mininet cells, +2 to +5 % on the fat-tree, the simulator's
+    /// uniform cells at load 0.8–1.0 up to +0.8 %: mininet/README.md "Half-size steps"). The
+    /// papers' tuned value is not public.
     pub increase_step_percent: f64,
     /// Multiplicative increase fraction x (MIMD, MIAD): P ← min(100, P·(1 + x)). Default 0.02:
     /// near P = 50 one increase moves P by one point, like the additive default. FOGSim multiplies
