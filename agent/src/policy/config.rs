@@ -71,7 +71,8 @@ pub struct PolicyConfig {
     /// and TCP answered it: the octet limit is 3.7 drains of the simulator's 4 096-octet buffers
     /// (unchanged by this default) but 0.2 of a Mininet port's 75 700, where P returned to 100 %
     /// before the bottleneck drained. The drain rule lifts Mininet's short ADV cells at
-    /// 10 / 2.5 Mb/s by 6–19 % (mininet/README.md, "The byte limit in buffer drains").
+    /// 10 / 2.5 Mb/s by 6–19 % and costs Dragonfly(1,3,1) uniform 4–11 %, where the longer
+    /// diversion does not pay (mininet/README.md, "The byte limit in buffer drains").
     pub byte_limit_buffer_drains: f64,
     /// Pmin: floor of P, in percent. Default 5: keeps ≈ 13 of the 255 weight quanta on the
     /// minimal port so the minimal path keeps being probed and its byte counter keeps running;
