@@ -190,6 +190,13 @@ MODES = {m.name: m for m in (
          program="controller", agent_variant="combined",
          agent={"policy.increase_step_percent": 40.0, "policy.byte_limit_buffer_drains": 1.6,
                 "policy.byte_limit_bytes": 30_000}),
+    # Feedback comparison with a dead band: a CNM cuts P only when the minimal port's QntzFb
+    # exceeds the reference by more than th2 (of 63); the shipped th2 is 0 (mininet/README.md
+    # "A dead band in the feedback comparison").
+    *(Mode(f"qcnsw-combined-th2-{th2}",
+           f"qcnsw-combined with policy.fbcomp_th2 = {th2}",
+           program="controller", agent_variant="combined",
+           agent={"policy.fbcomp_th2": float(th2)}) for th2 in (8, 16, 24)),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",

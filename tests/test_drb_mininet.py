@@ -3,9 +3,10 @@
 Run with tests/run-e2e.sh (root).  A 4×4 torus, one host per switch, host links 10 Mb/s, fabric
 links 5 Mb/s, pfifo 50 packets.  Asserted: with the multipath plan and DRB every host pair is
 reachable (all-pairs ping, loss-free after ARP), and under the perfect shuffle (14 TCP flows)
-DRB carries at least what static dimension order does, its agents write weights (GROUP_MODs)
-and no frame is dropped outside the queues.  The measured figures (20 s, three repeats):
-mininet/README.md "DRB results".
+DRB spreads a flow over more than one path (some flow exceeds a fabric link's rate, which no
+single path allows), its agents write weights (GROUP_MODs), it carries what static dimension
+order does within one run's spread, and no frame is dropped outside the queues.  The measured
+figures (20 s, three repeats): mininet/README.md "DRB results".
 """
 
 import os
@@ -39,7 +40,8 @@ class DrbTests(FabricTestCase):
         s = ffrun.main(["--topology", SPEC, "--traffic", "shuffle", "--modes", "minimal,drb",
                         "--duration", "10", "--out", str(out), "--seed", "1",
                         "--queue-pkts", "50", "--host-bw", "10", "--local-bw", "5",
-                        "--global-bw", "5", "--mtu", "1500"])  # as README's DRB figures
+                        "--global-bw", "5", "--mtu", "1500",  # as README's DRB figures
+                        "--no-port-stats"])  # its sampler's CPU is not what is tested
         mn, drb = s["modes"]["minimal"], s["modes"]["drb"]
         t(f"aggregate minimal {mn['aggregate_mbps']} Mb/s, drb {drb['aggregate_mbps']}",
           self.t0)
@@ -49,7 +51,16 @@ class DrbTests(FabricTestCase):
         self.assertGreater(drb["runs"][0]["group_modifies"], 0, "DRB wrote no weights")
         # Dimension order's ceiling for these flows: two flows on some 5 Mb/s links.
         self.assertAlmostEqual(mn["ceiling_mbps"], 60.0, places=2)
-        self.assertGreaterEqual(drb["aggregate_mbps"], mn["aggregate_mbps"])
+        # One path holds a flow's goodput under 5 Mb/s (4.78 with headers); dimension order
+        # never exceeds it, DRB must (5.4-6.6 in six runs).
+        self.assertLess(mn["runs"][0]["flow_max_mbps"], RATES.local)
+        self.assertGreater(drb["runs"][0]["flow_max_mbps"], RATES.local,
+                           "no flow used more than one path")
+        # DRB's margin over dimension order in one 10 s run is 5-8 % (minimal 56.6-57.6,
+        # drb 60.3-61.6 in three runs) and the shared 2-core machine's spread reaches it (CI
+        # measured drb 57.10 against 57.97 once): the aggregate is asserted within 5 %, the
+        # ratio itself lives in README's three-run medians.
+        self.assertGreaterEqual(drb["aggregate_mbps"], 0.95 * mn["aggregate_mbps"])
 
 
 if __name__ == "__main__":
