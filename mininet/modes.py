@@ -101,6 +101,10 @@ MODES = {m.name: m for m in (
     Mode("qcnsw-combined-census",
          "qcnsw-combined with the source census on (cp.min_sources = 3)",
          program="controller", agent_variant="combined", agent={"cp.min_sources": 3}),
+    # The census at its least: a CNM only where two hosts or more contend for the port.
+    Mode("qcnsw-combined-census2",
+         "qcnsw-combined with the source census at two hosts (cp.min_sources = 2)",
+         program="controller", agent_variant="combined", agent={"cp.min_sources": 2}),
     # The cost of the emulated CP, side by side (mininet/README.md "Cost of the emulated CP"):
     # the agent without it, and with it sampling every port but never congested enough to fire.
     Mode("qcnsw-combined-cpoff", "qcnsw-combined with the emulated CP off: the agent, no CNMs",
@@ -191,12 +195,11 @@ MODES = {m.name: m for m in (
          agent={"policy.increase_step_percent": 40.0, "policy.byte_limit_buffer_drains": 1.6,
                 "policy.byte_limit_bytes": 30_000}),
     # Feedback comparison with a dead band: a CNM cuts P only when the minimal port's QntzFb
-    # exceeds the reference by more than th2 (of 63); the shipped th2 is 0 (mininet/README.md
+    # exceeds the reference by more than 16 (of 63); the shipped th2 is 0 (mininet/README.md
     # "A dead band in the feedback comparison").
-    *(Mode(f"qcnsw-combined-th2-{th2}",
-           f"qcnsw-combined with policy.fbcomp_th2 = {th2}",
-           program="controller", agent_variant="combined",
-           agent={"policy.fbcomp_th2": float(th2)}) for th2 in (8, 16, 24)),
+    Mode("qcnsw-combined-th2",
+         "qcnsw-combined with a dead band in the feedback comparison (policy.fbcomp_th2 = 16)",
+         program="controller", agent_variant="combined", agent={"policy.fbcomp_th2": 16.0}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",
