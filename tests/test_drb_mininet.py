@@ -56,10 +56,11 @@ class DrbTests(FabricTestCase):
         self.assertLess(mn["runs"][0]["flow_max_mbps"], RATES.local)
         self.assertGreater(drb["runs"][0]["flow_max_mbps"], RATES.local,
                            "no flow used more than one path")
-        # DRB's margin over dimension order in one 10 s run is 5-8 % (minimal 56.6-57.6,
-        # drb 60.3-61.6 in three runs) and the shared 2-core machine's spread reaches it (CI
-        # measured drb 57.10 against 57.97 once): the aggregate is asserted within 5 %, the
-        # ratio itself lives in README's three-run medians.
+        # DRB's margin over dimension order in one 10 s run is 5-8 % with release binaries
+        # (minimal 56.6-57.6, drb 60.3-61.6 in three runs) and 1-2 % under `make test`, whose
+        # debug agent takes 35 % of a core instead of 10 % (drb 57.10 against 57.97 once in
+        # CI, 57.71 against 57.09 once here): the aggregate is asserted within 5 %, the ratio
+        # itself lives in README's three-run medians.
         self.assertGreaterEqual(drb["aggregate_mbps"], 0.95 * mn["aggregate_mbps"])
 
 
