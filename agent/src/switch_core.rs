@@ -318,19 +318,26 @@ impl SwitchCore {
             self.counters.plan_changes += 1;
             self.policy
                 .set_fabric_ports(plan.fabric_ports.iter().copied());
-            let candidates: Vec<(PortNo, Vec<PortNo>)> = plan
-                .groups
-                .values()
-                .map(|g| (g.dp.minimal_port, g.candidate_ports()))
-                .collect();
+            // At an equal-cost decision point every bucket is minimal and weighed by its own
+            // port's P, so each of its ports is compared with the others, not only bucket 0's.
+            let mut candidates: Vec<(PortNo, Vec<PortNo>)> = Vec::new();
+            let mut equal_cost: Vec<PortNo> = Vec::new();
+            for g in plan.groups.values() {
+                let others = g.candidate_ports();
+                if g.dp.equal_cost {
+                    let mut all = others.clone();
+                    all.push(g.dp.minimal_port);
+                    for &p in &all {
+                        candidates.push((p, all.iter().copied().filter(|&c| c != p).collect()));
+                    }
+                    equal_cost.extend(all);
+                } else {
+                    candidates.push((g.dp.minimal_port, others));
+                }
+            }
             self.policy
                 .set_candidates(candidates.iter().map(|(p, c)| (*p, c.as_slice())));
-            self.policy.mark_equal_cost(
-                plan.groups
-                    .values()
-                    .filter(|g| g.dp.equal_cost)
-                    .map(|g| g.dp.minimal_port),
-            );
+            self.policy.mark_equal_cost(equal_cost);
             let gone: Vec<u32> = self
                 .weights
                 .groups()
@@ -476,7 +483,17 @@ impl SwitchCore {
             self.drb_notify(culprit_dst, now_ns, true);
             return;
         }
-        let port = self.charged_port(port, culprit_dst);
+        let arrival = port;
+        let port = self.charged_port(arrival, culprit_dst);
+        if arrival != port && self.policy.config().detour_cnm_feedback {
+            self.feed(
+                Event::CongestionObserved {
+                    port: arrival,
+                    qntz_fb,
+                },
+                now_ns,
+            );
+        }
         self.feeding_cnm = Some(now_ns);
         self.feed(Event::CnmReceived { port, qntz_fb }, now_ns);
         self.feeding_cnm = None;

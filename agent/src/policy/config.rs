@@ -146,6 +146,22 @@ pub struct PolicyConfig {
     /// in three of four patterns, the other matrix cells within ±3 % (mininet/README.md "The
     /// matrix"). Equal-cost decision points (every candidate minimal) always compare 1:1.
     pub fbcomp_nonminimal_factor: f64,
+    /// Whether a CNM that the comparison answers by holding P (the dead band between its two
+    /// references) restarts the port's byte counter and idle timer (fabricflow's addition; the
+    /// published rule restarts on every CNM). QCN's reaction point counts octets since its last
+    /// *rate decrease*, and there every CNM decreases; with feedback comparison a held CNM
+    /// decreases nothing, and restarting the counter on it keeps P from rising on a port whose
+    /// queue TCP keeps full, however its candidates' queues compare. Default true; false leaves
+    /// the counter running through a held CNM (mininet/README.md "The dead band and the byte
+    /// counter").
+    pub dead_band_restarts_counter: bool,
+    /// Whether a CNM that arrives on a port other than the one it is charged to — the CNM of a
+    /// culprit this switch sent on a detour, back through the candidate it left by — also counts
+    /// as that candidate's congestion for the comparison, as the switch's own congestion point's
+    /// findings do (fabricflow's addition; default false). Without it a candidate's congestion is
+    /// only what is known at this switch (its own queue, CNMs charged to it), not the remote
+    /// global link its detour crosses.
+    pub detour_cnm_feedback: bool,
     /// DRB's constants (`[policy.drb]`), used when `kind = "drb"`.
     pub drb: DrbConfig,
 }
@@ -222,6 +238,8 @@ impl PolicyConfig {
             source_on_route: false,
             fbcomp_reference: FbReference::FabricAverage,
             fbcomp_nonminimal_factor: 1.0,
+            dead_band_restarts_counter: true,
+            detour_cnm_feedback: false,
             kind: PolicyKind::QcnSw,
             drb: DrbConfig::default(),
         }

@@ -37,7 +37,8 @@
 //!   increases). Every CNM charged to p — received, whatever the comparison
 //!   decided, or self-generated — resets p's counter to 0. (FOGSim resets only on received CNMs;
 //!   charging a self-generated CNM is a decrease too, and "since the last decrease" is the
-//!   counter's meaning, so fabricflow resets on both.)
+//!   counter's meaning, so fabricflow resets on both.) `dead_band_restarts_counter = false`
+//!   exempts a CNM the comparison answered by holding P, which decreased nothing.
 //! - **Idle timer** (optional): if p has seen no CNM and no increase for a whole period, the next
 //!   [`Event::Tick`] applies one increase per whole elapsed period. Any increase, by bytes or by
 //!   timer, restarts both the timer and the byte counter, so p gets one increase per B bytes or per
@@ -391,12 +392,13 @@ impl Policy {
         let Some(i) = self.lookup(port) else { return };
         self.counters.cnm_received += 1;
         let q = qntz_fb.min(MAX_QNTZ_FB);
+        let held = self.counters.dead_band;
         if self.cfg.variant.feedback_comparison() {
             self.feedback_comparison(i, port, q, now_ns, out);
         } else {
             self.decrease(i, port, f64::from(q), Cause::CnmDecrease, out);
         }
-        self.restart_counters(i, now_ns);
+        self.restart_counters_after_cnm(i, held, now_ns);
     }
 
     fn on_cnm_generated(&mut self, port: PortNo, qntz_fb: u8, now_ns: u64, out: &mut Effects) {
@@ -407,13 +409,24 @@ impl Policy {
         let Some(i) = self.lookup(port) else { return };
         self.counters.cnm_self_charged += 1;
         let q = qntz_fb.min(MAX_QNTZ_FB);
+        let held = self.counters.dead_band;
         if self.cfg.source_comparison && self.cfg.variant.feedback_comparison() {
             let (lo, hi) = self.reference_at(i, now_ns);
             self.compare(i, port, q, lo, hi, out);
         } else {
             self.decrease(i, port, f64::from(q), Cause::SourceDecrease, out);
         }
-        self.restart_counters(i, now_ns);
+        self.restart_counters_after_cnm(i, held, now_ns);
+    }
+
+    /// After a CNM charged to port `i` (`held_before` = the dead-band count before it): the
+    /// byte counter and the idle timer start again, unless the comparison held P and
+    /// `dead_band_restarts_counter` is off.
+    fn restart_counters_after_cnm(&mut self, i: usize, held_before: u64, now_ns: u64) {
+        let held = self.counters.dead_band != held_before;
+        if self.cfg.dead_band_restarts_counter || !held {
+            self.restart_counters(i, now_ns);
+        }
     }
 
     fn feedback_comparison(

@@ -904,3 +904,33 @@ fn byte_limit_follows_each_ports_buffer() {
     pol.handle(bytes(2, B), 4);
     assert_eq!(p(&pol, 2), 52.0);
 }
+
+/// `dead_band_restarts_counter = false`: a CNM that holds P leaves the byte counter running (an increase
+/// follows when its octets complete); a CNM that cuts restarts it as ever.
+#[test]
+fn dead_band_can_leave_the_byte_counter_running() {
+    let cfg = PolicyConfig {
+        variant: Variant::FeedbackComparison,
+        fbcomp_th2: 10.0,
+        dead_band_restarts_counter: false,
+        ..PolicyConfig::published()
+    };
+    let mut pol = policy(cfg, &[1, 2, 3, 4]);
+    pol.handle(cnm(1, 20), 0); // avg 5: cut by 15
+    pol.set_p_percent(2, 50.0);
+    pol.handle(bytes(2, B - 1), 1);
+    // avg (20 + 12) / 4 = 8: the dead band holds P ...
+    assert!(pol.handle(cnm(2, 12), 2).is_empty());
+    assert_eq!(pol.counters().dead_band, 1);
+    // ... and the counter keeps its B − 1 octets: one more earns the increase.
+    let fx = pol.handle(bytes(2, 1), 3);
+    assert_eq!(
+        fx.changes().first().map(|c| c.cause),
+        Some(Cause::ByteCounterIncrease)
+    );
+    assert_eq!(p(&pol, 2), 51.0);
+    // A cut still restarts it.
+    pol.handle(bytes(1, B - 1), 4);
+    pol.handle(cnm(1, 63), 5);
+    assert!(pol.handle(bytes(1, 1), 6).is_empty());
+}

@@ -734,6 +734,34 @@ fn equal_cost_groups_charge_the_arrival_port_and_move_traffic_off_it_in_every_gr
     assert_eq!(d.policy().p_percent(3), Some(100.0));
 }
 
+/// Every bucket of an equal-cost decision point is compared with the others, not only bucket
+/// 0's port: a leaf whose only group has its minimal bucket on port 3 still gives port 4 the
+/// candidate 3 (and marks both equal-cost), so a CNM on 4 is weighed against 3's congestion.
+#[test]
+fn every_bucket_of_an_equal_cost_decision_point_has_the_others_as_candidates() {
+    let mut c = core(crate::policy::Variant::Base, 0);
+    let base = PlanConventions::default().group_id_base + 32_768;
+    let groups = [GroupDesc {
+        group_type: GroupType::Select,
+        group_id: base + 3,
+        buckets: vec![
+            Bucket::new(128, out(3)),
+            Bucket::new(127, out(4)),
+            Bucket::new(1, out(3)),
+        ],
+    }];
+    let flows = [flow(
+        1,
+        "02:00:00:07:00:00",
+        Some("ff:ff:ff:ff:00:00"),
+        vec![Action::Group(base + 3)],
+    )];
+    let plan = LearnedPlan::learn(&PlanConventions::default(), &groups, &flows);
+    assert_eq!(c.learn(plan, 0, 0), Learned::Changed);
+    assert_eq!(c.policy().candidates(3), vec![4]);
+    assert_eq!(c.policy().candidates(4), vec![3]);
+}
+
 /// Source processing with `policy.source_on_route`.
 fn on_route_core() -> SwitchCore {
     let mut policy = PolicyConfig::published();
