@@ -825,3 +825,35 @@ fn source_processing_on_route_charges_the_sampled_bucket_of_an_equal_cost_decisi
     assert!(c.policy().p_percent(4).unwrap() < 100.0);
     assert_eq!(c.counters().cnm_generated_charged, 1);
 }
+
+/// `policy.detour_cnm_feedback`: a CNM about a culprit sent on a detour comes back through the
+/// candidate it left by; it is charged to the decision point's minimal port as ever, and with the
+/// option its Fb also counts as that candidate's congestion.
+#[test]
+fn a_detours_cnm_can_count_as_its_candidates_congestion() {
+    for (on, expected) in [(false, 0.0), (true, 40.0)] {
+        let mut policy = PolicyConfig::published();
+        policy.variant = crate::policy::Variant::Combined;
+        policy.fbcomp_reference = crate::policy::FbReference::Both;
+        policy.detour_cnm_feedback = on;
+        let mut c = SwitchCore::new(policy, WeightsConfig::default()).unwrap();
+        c.learn(plan([255, 0, 1]), 0, 0);
+        assert_eq!(c.policy().candidates(3), vec![4]);
+        assert_eq!(c.policy().p_percent(3), Some(100.0));
+        c.on_cnm(4, to7(), 40, MS);
+        assert_eq!(
+            c.policy().candidate_congestion(3, MS),
+            Some(expected),
+            "{on}"
+        );
+        assert_eq!(c.policy().counters().cnm_received, 1);
+        assert_eq!(
+            c.policy().p_percent(4),
+            Some(100.0),
+            "not charged to the arrival port"
+        );
+        // Charged to port 3: cut against a quiet candidate, held against one as congested.
+        let p3 = c.policy().p_percent(3).unwrap();
+        assert_eq!(p3 < 100.0, !on, "{p3}");
+    }
+}
