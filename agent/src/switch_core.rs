@@ -323,10 +323,10 @@ impl SwitchCore {
             let mut candidates: Vec<(PortNo, Vec<PortNo>)> = Vec::new();
             let mut equal_cost: Vec<PortNo> = Vec::new();
             for g in plan.groups.values() {
-                let others = g.candidate_ports();
+                let mut others = g.candidate_ports();
                 if g.dp.equal_cost {
-                    let mut all = others.clone();
-                    all.push(g.dp.minimal_port);
+                    others.push(g.dp.minimal_port);
+                    let all = others;
                     for &p in &all {
                         candidates.push((p, all.iter().copied().filter(|&c| c != p).collect()));
                     }

@@ -152,8 +152,8 @@ pub struct PolicyConfig {
     /// *rate decrease*, and there every CNM decreases; with feedback comparison a held CNM
     /// decreases nothing, and restarting the counter on it keeps P from rising on a port whose
     /// queue TCP keeps full, however its candidates' queues compare. Default true; false leaves
-    /// the counter running through a held CNM (mininet/README.md "The dead band and the byte
-    /// counter").
+    /// the counter running through a held CNM (mininet/README.md "Equal-cost buckets, held CNMs
+    /// and detours' CNMs").
     pub dead_band_restarts_counter: bool,
     /// Whether a CNM that arrives on a port other than the one it is charged to — the CNM of a
     /// culprit this switch sent on a detour, back through the candidate it left by — also counts

@@ -259,7 +259,7 @@ impl Policy {
         }
     }
 
-    /// Marks `ports` as minimal ports of equal-cost decision points (a fat-tree's up ports):
+    /// Marks `ports` as buckets of equal-cost decision points (a fat-tree's up ports):
     /// their candidates are minimal too, so `fbcomp_nonminimal_factor` does not apply to them.
     /// [`set_candidates`](Self::set_candidates) clears the marks.
     pub fn mark_equal_cost(&mut self, ports: impl IntoIterator<Item = PortNo>) {

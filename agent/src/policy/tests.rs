@@ -905,8 +905,8 @@ fn byte_limit_follows_each_ports_buffer() {
     assert_eq!(p(&pol, 2), 52.0);
 }
 
-/// `dead_band_restarts_counter = false`: a CNM that holds P leaves the byte counter running (an increase
-/// follows when its octets complete); a CNM that cuts restarts it as ever.
+/// `dead_band_restarts_counter = false`: a CNM that holds P leaves the byte counter running (an
+/// increase follows when its octets complete); a CNM that cuts restarts it as ever.
 #[test]
 fn dead_band_can_leave_the_byte_counter_running() {
     let cfg = PolicyConfig {
