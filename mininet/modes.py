@@ -200,22 +200,23 @@ MODES = {m.name: m for m in (
     Mode("qcnsw-combined-th2",
          "qcnsw-combined with a dead band in the feedback comparison (policy.fbcomp_th2 = 16)",
          program="controller", agent_variant="combined", agent={"policy.fbcomp_th2": 16.0}),
-    # A CNM the comparison answers by holding P leaves the byte counter running
-    # (policy.dead_band_restarts_counter; shipped true, as every CNM in the published rule).
-    Mode("qcnsw-combined-hold",
-         "qcnsw-combined whose dead band leaves the byte counter running",
+    # The published restart of the byte counter on every CNM, and a candidate's congestion known
+    # only at the switch: the agent before policy.dead_band_restarts_counter = false and
+    # policy.detour_cnm_feedback = true became the defaults (mininet/README.md "Equal-cost buckets,
+    # held CNMs and detours' CNMs").
+    Mode("qcnsw-combined-restart",
+         "qcnsw-combined whose held CNMs restart the byte counter (the published rule)",
          program="controller", agent_variant="combined",
-         agent={"policy.dead_band_restarts_counter": False}),
-    # A detour's CNM also counts as its candidate port's congestion (policy.detour_cnm_feedback).
-    Mode("qcnsw-combined-detour",
-         "qcnsw-combined whose detours' CNMs count as their candidates' congestion",
+         agent={"policy.dead_band_restarts_counter": True}),
+    Mode("qcnsw-combined-nodetour",
+         "qcnsw-combined whose detours' CNMs do not count as their candidates' congestion",
          program="controller", agent_variant="combined",
-         agent={"policy.detour_cnm_feedback": True}),
-    Mode("qcnsw-combined-detour-hold",
-         "qcnsw-combined-detour whose dead band leaves the byte counter running",
+         agent={"policy.detour_cnm_feedback": False}),
+    Mode("qcnsw-combined-restart-nodetour",
+         "qcnsw-combined-restart without detours' CNMs as congestion (the agent before both)",
          program="controller", agent_variant="combined",
-         agent={"policy.detour_cnm_feedback": True,
-                "policy.dead_band_restarts_counter": False}),
+         agent={"policy.detour_cnm_feedback": False,
+                "policy.dead_band_restarts_counter": True}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",

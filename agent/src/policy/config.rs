@@ -147,18 +147,18 @@ pub struct PolicyConfig {
     /// matrix"). Equal-cost decision points (every candidate minimal) always compare 1:1.
     pub fbcomp_nonminimal_factor: f64,
     /// Whether a CNM that the comparison answers by holding P (the dead band between its two
-    /// references) restarts the port's byte counter and idle timer (fabricflow's addition; the
-    /// published rule restarts on every CNM). QCN's reaction point counts octets since its last
-    /// *rate decrease*, and there every CNM decreases; with feedback comparison a held CNM
-    /// decreases nothing, and restarting the counter on it keeps P from rising on a port whose
-    /// queue TCP keeps full, however its candidates' queues compare. Default true; false leaves
-    /// the counter running through a held CNM (mininet/README.md "Equal-cost buckets, held CNMs
-    /// and detours' CNMs").
+    /// references) restarts the port's byte counter and idle timer (the published rule restarts
+    /// on every CNM). QCN's reaction point counts octets since its last *rate decrease*, and there
+    /// every CNM decreases; with feedback comparison a held CNM decreases nothing, and restarting
+    /// the counter on it keeps P from rising on a port whose queue TCP keeps full, however its
+    /// candidates' queues compare. Default false (fabricflow's change: the counter runs through a
+    /// held CNM); with `detour_cnm_feedback` it lifts the Mininet matrix's uniform cells that sat
+    /// under minimal (mininet/README.md "Equal-cost buckets, held CNMs and detours' CNMs").
     pub dead_band_restarts_counter: bool,
     /// Whether a CNM that arrives on a port other than the one it is charged to — the CNM of a
     /// culprit this switch sent on a detour, back through the candidate it left by — also counts
     /// as that candidate's congestion for the comparison, as the switch's own congestion point's
-    /// findings do (fabricflow's addition; default false). Without it a candidate's congestion is
+    /// findings do (fabricflow's addition; default true). Without it a candidate's congestion is
     /// only what is known at this switch (its own queue, CNMs charged to it), not the remote
     /// global link its detour crosses.
     pub detour_cnm_feedback: bool,
@@ -210,6 +210,8 @@ impl Default for PolicyConfig {
             source_comparison: true,
             source_on_route: true,
             fbcomp_reference: FbReference::Both,
+            dead_band_restarts_counter: false,
+            detour_cnm_feedback: true,
             ..PolicyConfig::published()
         }
     }

@@ -34,11 +34,12 @@
 //! - **Byte counter**: bytes sent on p accumulate; each full byte limit B (`byte_limit_bytes`,
 //!   raised to `byte_limit_buffer_drains` of p's buffer) gives one increase and is consumed
 //!   (the remainder carries over, so a batched `BytesSent` of k·B bytes gives exactly k
-//!   increases). Every CNM charged to p — received, whatever the comparison
-//!   decided, or self-generated — resets p's counter to 0. (FOGSim resets only on received CNMs;
-//!   charging a self-generated CNM is a decrease too, and "since the last decrease" is the
-//!   counter's meaning, so fabricflow resets on both.) `dead_band_restarts_counter = false`
-//!   exempts a CNM the comparison answered by holding P, which decreased nothing.
+//!   increases). Every CNM charged to p that changes P — received or self-generated — resets
+//!   p's counter to 0. (FOGSim resets only on received CNMs; charging a self-generated CNM is a
+//!   decrease too, and "since the last decrease" is the counter's meaning, so fabricflow resets
+//!   on both.) A CNM the comparison answered by holding P decreased nothing and leaves the
+//!   counter running (`dead_band_restarts_counter = true` restarts on it too, as the published
+//!   rule restarts on every CNM).
 //! - **Idle timer** (optional): if p has seen no CNM and no increase for a whole period, the next
 //!   [`Event::Tick`] applies one increase per whole elapsed period. Any increase, by bytes or by
 //!   timer, restarts both the timer and the byte counter, so p gets one increase per B bytes or per

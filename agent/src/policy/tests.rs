@@ -905,6 +905,26 @@ fn byte_limit_follows_each_ports_buffer() {
     assert_eq!(p(&pol, 2), 52.0);
 }
 
+/// `dead_band_restarts_counter = true` (the published rule): the held CNM restarts the counter,
+/// so the octet that completes B above earns nothing.
+#[test]
+fn dead_band_can_restart_the_byte_counter() {
+    let cfg = PolicyConfig {
+        variant: Variant::FeedbackComparison,
+        fbcomp_th2: 10.0,
+        dead_band_restarts_counter: true,
+        ..PolicyConfig::published()
+    };
+    let mut pol = policy(cfg, &[1, 2, 3, 4]);
+    pol.handle(cnm(1, 20), 0);
+    pol.set_p_percent(2, 50.0);
+    pol.handle(bytes(2, B - 1), 1);
+    assert!(pol.handle(cnm(2, 12), 2).is_empty());
+    assert_eq!(pol.counters().dead_band, 1);
+    assert!(pol.handle(bytes(2, 1), 3).is_empty());
+    assert_eq!(p(&pol, 2), 50.0);
+}
+
 /// `dead_band_restarts_counter = false`: a CNM that holds P leaves the byte counter running (an
 /// increase follows when its octets complete); a CNM that cuts restarts it as ever.
 #[test]
