@@ -574,17 +574,38 @@ class ChaosTests(FabricTestCase):
         return [s.name for s in fn.net.switches]
 
     def inject_cnms(self, fn, sw_name, dst_groups, count=3):
-        """CNMs (QntzFb 63) as a neighbour sends them: written on the far end of one of
-        `sw_name`'s fabric ports, so they arrive there (OVS drops them at classify, the agent
-        reads them from the port's veth: the harness's cnm_to_agent = "interface"), about
-        culprits in `dst_groups`: the agent cuts P of the decision points towards those groups.
-        Returns the decision groups' ids."""
+        """CNMs (QntzFb 63) as a neighbour sends them: written on the far end of `sw_name`'s
+        minimal port towards each group, so they arrive where a congestion point on the minimal
+        route would send them back (OVS drops them at classify, the agent reads them from the
+        port's veth: the harness's cnm_to_agent = "interface"), about culprits in `dst_groups`:
+        the agent cuts P of the decision points towards those groups. (A CNM arriving on another
+        port would also count as that detour's congestion and could be held.) Returns the
+        bridge."""
         fab = fn.fabric
         br = fab.sw_short[sw_name]
-        port = next(lk["a_port"] if lk["a"] == sw_name else lk["b_port"] for lk in fab.links
-                    if sw_name in (lk["a"], lk["b"]))
+        group = {sw["name"]: sw["group"] for sw in fab.switches}
+
+        def port_of(lk, name):
+            return lk["a_port"] if lk["a"] == name else lk["b_port"]
+
+        def far(lk, name):
+            return lk["b"] if lk["a"] == name else lk["a"]
+
+        def minimal_port(g):
+            mine = [lk for lk in fab.links if sw_name in (lk["a"], lk["b"])]
+            direct = [lk for lk in mine if lk["class"] == "global"
+                      and group[far(lk, sw_name)] == g]
+            if direct:
+                return port_of(direct[0], sw_name)
+            # Through the group-mate that owns a global link to g.
+            owners = {a for lk in fab.links if lk["class"] == "global"
+                      for a, b in ((lk["a"], lk["b"]), (lk["b"], lk["a"]))
+                      if group[a] == group[sw_name] and group[b] == g}
+            return next(port_of(lk, sw_name) for lk in mine if lk["class"] == "local"
+                        and far(lk, sw_name) in owners)
         src = next(h for h in fab.hosts if h["switch"] == sw_name)
         for g in dst_groups:
+            port = minimal_port(g)
             dst = next(h for h in fab.hosts if h["group"] == g)
             frame = (bytes.fromhex(src["mac"].replace(":", ""))        # DA: culprit's source
                      + bytes.fromhex("020000ffff01")                     # SA: the CP
