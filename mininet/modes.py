@@ -201,9 +201,8 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with a dead band in the feedback comparison (policy.fbcomp_th2 = 16)",
          program="controller", agent_variant="combined", agent={"policy.fbcomp_th2": 16.0}),
     # The published restart of the byte counter on every CNM, and a candidate's congestion known
-    # only at the switch: the agent before policy.dead_band_restarts_counter = false and
-    # policy.detour_cnm_feedback = true became the defaults (mininet/README.md "Equal-cost buckets,
-    # held CNMs and detours' CNMs").
+    # only at the switch (policy.dead_band_restarts_counter = true, policy.detour_cnm_feedback =
+    # false; mininet/README.md "Equal-cost buckets, held CNMs and detours' CNMs").
     Mode("qcnsw-combined-restart",
          "qcnsw-combined whose held CNMs restart the byte counter (the published rule)",
          program="controller", agent_variant="combined",

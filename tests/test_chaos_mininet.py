@@ -601,8 +601,10 @@ class ChaosTests(FabricTestCase):
             owners = {a for lk in fab.links if lk["class"] == "global"
                       for a, b in ((lk["a"], lk["b"]), (lk["b"], lk["a"]))
                       if group[a] == group[sw_name] and group[b] == g}
-            return next(port_of(lk, sw_name) for lk in mine if lk["class"] == "local"
-                        and far(lk, sw_name) in owners)
+            ports = [port_of(lk, sw_name) for lk in mine if lk["class"] == "local"
+                     and far(lk, sw_name) in owners]
+            assert ports, f"{sw_name} has no minimal port towards group {g} (a Dragonfly only)"
+            return ports[0]
         src = next(h for h in fab.hosts if h["switch"] == sw_name)
         for g in dst_groups:
             port = minimal_port(g)

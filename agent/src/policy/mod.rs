@@ -40,7 +40,8 @@
 //!   on both.) A CNM the comparison answered by holding P decreased nothing and leaves the
 //!   counter running (`dead_band_restarts_counter = true` restarts on it too, as the published
 //!   rule restarts on every CNM).
-//! - **Idle timer** (optional): if p has seen no CNM and no increase for a whole period, the next
+//! - **Idle timer** (optional): if p has seen no CNM that restarted its counter and no increase for
+//!   a whole period, the next
 //!   [`Event::Tick`] applies one increase per whole elapsed period. Any increase, by bytes or by
 //!   timer, restarts both the timer and the byte counter, so p gets one increase per B bytes or per
 //!   idle period, whichever comes first.
@@ -70,7 +71,8 @@ use crate::PortNo;
 struct PortState {
     /// P(p), percent.
     p: f64,
-    /// Bytes sent since the last CNM or increase, below the byte limit between events.
+    /// Bytes sent since the last counter-restarting CNM or increase, below the byte limit between
+    /// events.
     bytes: u64,
     /// The port's byte limit B, octets (≥ 1): `byte_limit_bytes`, or more on a deep buffer.
     byte_limit: u64,
