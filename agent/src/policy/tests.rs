@@ -905,22 +905,29 @@ fn byte_limit_follows_each_ports_buffer() {
     assert_eq!(p(&pol, 2), 52.0);
 }
 
-/// `dead_band_restarts_counter = true` (the published rule): the held CNM restarts the counter,
-/// so the octet that completes B above earns nothing.
-#[test]
-fn dead_band_can_restart_the_byte_counter() {
+/// A policy whose port 2 (P 50) holds B − 1 octets and has just had a CNM the dead band held.
+fn held_cnm_after_b_minus_one(restarts: bool) -> Policy {
     let cfg = PolicyConfig {
         variant: Variant::FeedbackComparison,
         fbcomp_th2: 10.0,
-        dead_band_restarts_counter: true,
+        dead_band_restarts_counter: restarts,
         ..PolicyConfig::published()
     };
     let mut pol = policy(cfg, &[1, 2, 3, 4]);
-    pol.handle(cnm(1, 20), 0);
+    pol.handle(cnm(1, 20), 0); // avg 5: cut by 15
     pol.set_p_percent(2, 50.0);
     pol.handle(bytes(2, B - 1), 1);
+    // avg (20 + 12) / 4 = 8: the dead band holds P.
     assert!(pol.handle(cnm(2, 12), 2).is_empty());
     assert_eq!(pol.counters().dead_band, 1);
+    pol
+}
+
+/// `dead_band_restarts_counter = true` (the published rule): the held CNM restarts the counter,
+/// so the octet that would complete B earns nothing.
+#[test]
+fn dead_band_can_restart_the_byte_counter() {
+    let mut pol = held_cnm_after_b_minus_one(true);
     assert!(pol.handle(bytes(2, 1), 3).is_empty());
     assert_eq!(p(&pol, 2), 50.0);
 }
@@ -929,20 +936,8 @@ fn dead_band_can_restart_the_byte_counter() {
 /// increase follows when its octets complete); a CNM that cuts restarts it as ever.
 #[test]
 fn dead_band_can_leave_the_byte_counter_running() {
-    let cfg = PolicyConfig {
-        variant: Variant::FeedbackComparison,
-        fbcomp_th2: 10.0,
-        dead_band_restarts_counter: false,
-        ..PolicyConfig::published()
-    };
-    let mut pol = policy(cfg, &[1, 2, 3, 4]);
-    pol.handle(cnm(1, 20), 0); // avg 5: cut by 15
-    pol.set_p_percent(2, 50.0);
-    pol.handle(bytes(2, B - 1), 1);
-    // avg (20 + 12) / 4 = 8: the dead band holds P ...
-    assert!(pol.handle(cnm(2, 12), 2).is_empty());
-    assert_eq!(pol.counters().dead_band, 1);
-    // ... and the counter keeps its B − 1 octets: one more earns the increase.
+    let mut pol = held_cnm_after_b_minus_one(false);
+    // The counter keeps its B − 1 octets: one more earns the increase.
     let fx = pol.handle(bytes(2, 1), 3);
     assert_eq!(
         fx.changes().first().map(|c| c.cause),
