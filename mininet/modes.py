@@ -216,6 +216,12 @@ MODES = {m.name: m for m in (
          program="controller", agent_variant="combined",
          agent={"policy.detour_cnm_feedback": False,
                 "policy.dead_band_restarts_counter": True}),
+    # The byte counter's rise asking the comparison first (policy.rise_follows_comparison).
+    Mode("qcnsw-combined-gated",
+         "qcnsw-combined whose byte-counter increases wait while the port is more congested "
+         "than its reference",
+         program="controller", agent_variant="combined",
+         agent={"policy.rise_follows_comparison": True}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",

@@ -147,4 +147,7 @@ pub struct Counters {
     pub congestion_observed: u64,
     /// Comparisons made against the candidates' congestion (`fbcomp_reference = candidates`).
     pub candidate_comparisons: u64,
+    /// Byte-counter increases withheld because the port was more congested than its
+    /// comparison's reference (`rise_follows_comparison`).
+    pub rises_held: u64,
 }

@@ -39,7 +39,9 @@
 //!   decrease too, and "since the last decrease" is the counter's meaning, so fabricflow resets
 //!   on both.) A CNM the comparison answered by holding P decreased nothing and leaves the
 //!   counter running (`dead_band_restarts_counter = true` restarts on it too, as the published
-//!   rule restarts on every CNM).
+//!   rule restarts on every CNM). With `rise_follows_comparison` (off by default) a full B earns
+//!   no increase while p's own fresh Fb is above the reference a CNM would be cut against (the
+//!   octets are consumed all the same).
 //! - **Idle timer** (optional): if p has seen no CNM that restarted its counter and no increase for
 //!   a whole period, the next
 //!   [`Event::Tick`] applies one increase per whole elapsed period. Any increase, by bytes or by
@@ -459,30 +461,73 @@ impl Policy {
         }
     }
 
+    /// Whether port `i`'s byte-counter increase is withheld (`rise_follows_comparison`): its
+    /// own fresh congestion is above the reference a CNM would be cut against.
+    fn rise_held(&self, i: usize, now_ns: u64) -> bool {
+        if !self.cfg.rise_follows_comparison || !self.cfg.variant.feedback_comparison() {
+            return false;
+        }
+        let Some(st) = self.state.get(i) else {
+            return false;
+        };
+        let own = Self::fresh_congestion(st, now_ns);
+        if own == 0 {
+            return false;
+        }
+        let (_, hi) = self.reference(i, now_ns);
+        f64::from(own) > hi + self.cfg.fbcomp_th2
+    }
+
+    /// A port's fresh congestion: the larger of the Fb last received on it and the Fb this
+    /// switch's CP last found there, each 0 once older than the port's age limit.
+    fn fresh_congestion(st: &PortState, now_ns: u64) -> u32 {
+        let fresh = |v: u8, at: u64| match st.fb_max_age_ns {
+            Some(age) if now_ns.saturating_sub(at) > age => 0,
+            _ => u32::from(v),
+        };
+        fresh(st.last_fb, st.fb_at_ns).max(fresh(st.own_fb, st.own_fb_at_ns))
+    }
+
+    /// [`reference_of`](Self::reference_of), counting a comparison against the candidates.
+    fn reference_at(&mut self, i: usize, now_ns: u64) -> (f64, f64) {
+        let (lo, hi, by_candidates) = self.reference_of(i, now_ns);
+        if by_candidates {
+            self.counters.candidate_comparisons += 1;
+        }
+        (lo, hi)
+    }
+
+    /// [`reference_of`](Self::reference_of) uncounted: the byte counter's gate asks, no CNM
+    /// is compared.
+    fn reference(&self, i: usize, now_ns: u64) -> (f64, f64) {
+        let (lo, hi, _) = self.reference_of(i, now_ns);
+        (lo, hi)
+    }
+
     /// What Fb(port `i`) is compared with at `now_ns`, as `(raise at or below, cut above)`:
     /// Fb_avg for both, or the candidates' mean congestion for both, or with `both` the
-    /// average and the larger of the two (P holds in between).
-    fn reference_at(&mut self, i: usize, now_ns: u64) -> (f64, f64) {
+    /// average and the larger of the two (P holds in between); and whether the candidates were
+    /// the reference.
+    fn reference_of(&self, i: usize, now_ns: u64) -> (f64, f64, bool) {
         let candidates = match self.cfg.fbcomp_reference {
             FbReference::FabricAverage => None,
             _ => self.candidate_congestion_at(i, now_ns),
         };
         let Some(c) = candidates else {
             let a = self.fb_avg_at(now_ns);
-            return (a, a);
+            return (a, a, false);
         };
         let stretch = match self.state.get(i) {
             Some(st) if !st.equal_cost => self.cfg.fbcomp_nonminimal_factor,
             _ => 1.0,
         };
         let c = c * stretch;
-        self.counters.candidate_comparisons += 1;
         match self.cfg.fbcomp_reference {
             FbReference::Both => {
                 let a = self.fb_avg_at(now_ns);
-                (a, c.max(a))
+                (a, c.max(a), true)
             }
-            _ => (c, c),
+            _ => (c, c, true),
         }
     }
 
@@ -497,14 +542,10 @@ impl Policy {
         if cands.is_empty() {
             return None;
         }
-        let fresh = |c: &PortState, v: u8, at: u64| match c.fb_max_age_ns {
-            Some(age) if now_ns.saturating_sub(at) > age => 0,
-            _ => u32::from(v),
-        };
         let sum: u32 = cands
             .iter()
             .filter_map(|&c| self.state.get(c))
-            .map(|c| fresh(c, c.last_fb, c.fb_at_ns).max(fresh(c, c.own_fb, c.own_fb_at_ns)))
+            .map(|c| Self::fresh_congestion(c, now_ns))
             .sum();
         #[allow(clippy::cast_precision_loss)] // a switch has far fewer than 2^52 ports
         let n = cands.len() as f64;
@@ -561,6 +602,10 @@ impl Policy {
         let n = st.bytes.checked_div(limit).unwrap_or(0);
         st.bytes = st.bytes.checked_rem(limit).unwrap_or(0);
         st.timer_base_ns = Some(now_ns);
+        if self.rise_held(i, now_ns) {
+            self.counters.rises_held = self.counters.rises_held.saturating_add(n);
+            return;
+        }
         self.increase(i, port, n, Cause::ByteCounterIncrease, out);
     }
 

@@ -949,3 +949,54 @@ fn dead_band_can_leave_the_byte_counter_running() {
     pol.handle(cnm(1, 63), 5);
     assert!(pol.handle(bytes(1, 1), 6).is_empty());
 }
+
+/// `rise_follows_comparison`: the byte counter's octets earn no increase while the port's own
+/// fresh Fb is above the reference a CNM would be cut against; they do once a candidate is as
+/// congested, or once the port's Fb has aged; without the rule they earn it at once.
+#[test]
+fn rise_can_follow_the_comparison() {
+    let cfg = |gated| PolicyConfig {
+        variant: Variant::FeedbackComparison,
+        fbcomp_reference: FbReference::Both,
+        fb_max_age_line_bytes: 100 * US_AT_10G,
+        rise_follows_comparison: gated,
+        ..PolicyConfig::published()
+    };
+    let start = |gated| {
+        let mut pol = policy(cfg(gated), &[1, 2]);
+        pol.set_candidates([(1, &[2][..])]);
+        // Port 1 at 40, its candidate quiet: cut by 40 − max(avg 20, candidates 0).
+        pol.handle(cnm(1, 40), 0);
+        assert_eq!(p(&pol, 1), 100.0 * (1.0 - GD * 20.0));
+        pol
+    };
+    let mut free = start(false);
+    assert_eq!(
+        free.handle(bytes(1, B), 1)
+            .changes()
+            .first()
+            .map(|c| c.cause),
+        Some(Cause::ByteCounterIncrease)
+    );
+    let mut pol = start(true);
+    let p1 = p(&pol, 1);
+    assert!(pol.handle(bytes(1, 2 * B), 1).is_empty(), "40 > 20: held");
+    assert_eq!(pol.counters().rises_held, 2);
+    // The candidate as congested as port 1: the next B earns its increase (the held octets were
+    // consumed, not kept).
+    pol.handle(
+        Event::CongestionObserved {
+            port: 2,
+            qntz_fb: 40,
+        },
+        2,
+    );
+    assert!(pol.handle(bytes(1, B - 1), 3).is_empty());
+    pol.handle(bytes(1, 1), 3);
+    assert_eq!(p(&pol, 1), p1 + 1.0);
+    // Later, both Fb aged out (100 µs): nothing fresh on port 1, so its octets count again.
+    let t = 200_000;
+    pol.handle(bytes(1, B), t);
+    assert_eq!(p(&pol, 1), p1 + 2.0);
+    assert_eq!(pol.counters().rises_held, 2);
+}
