@@ -218,8 +218,8 @@ MODES = {m.name: m for m in (
                 "policy.dead_band_restarts_counter": True}),
     # The byte counter's rise asking the comparison first (policy.rise_follows_comparison).
     Mode("qcnsw-combined-gated",
-         "qcnsw-combined whose byte-counter increases wait while the port is more congested "
-         "than its reference",
+         "qcnsw-combined whose byte-counter increases are withheld while the port is more "
+         "congested than its reference",
          program="controller", agent_variant="combined",
          agent={"policy.rise_follows_comparison": True}),
     Mode("qcnsw-combined-gd256",

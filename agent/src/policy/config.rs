@@ -164,15 +164,16 @@ pub struct PolicyConfig {
     pub detour_cnm_feedback: bool,
     /// Whether the byte counter's increase asks the comparison first (fabricflow's addition;
     /// with feedback comparison only): a port whose own fresh congestion — the larger of the Fb
-    /// last received on it and the Fb its own congestion point last found there, both subject
-    /// to Fb ageing — is above the reference a CNM would be cut against earns no increase for
-    /// its bytes (they are consumed). The cut is already proportional to the excess over that
-    /// reference; the rise, without this, comes every byte limit whatever the candidates carry,
-    /// so P on a port that owns a bottleneck swings between the floor and 100 %. The idle timer
-    /// is not gated (by the time it fires the Fb has aged). Default false: it lifts Mininet's
-    /// ADV cells 3–10 % (Dragonfly(2,4,2) ADV+h 1.07× → 1.17× Valiant) and costs
-    /// Dragonfly(1,3,1) uniform 15 % and the simulator's uniform traffic at load 1.0 3 %
-    /// (mininet/README.md "The rise asking the comparison").
+    /// last charged to it by a CNM and the Fb last observed on it (its switch's CP, detours'
+    /// CNMs), both subject to Fb ageing — is above the reference a CNM would be cut against
+    /// earns no increase for its bytes (they are consumed). The cut is already proportional to
+    /// the excess over that reference; the rise, without this, comes every byte limit whatever
+    /// the candidates carry, so P on a port that owns a bottleneck swings between the floor and
+    /// 100 %. The idle timer, which serves ports whose traffic stopped, is not gated. Default
+    /// false: it lifts Mininet's Dragonfly ADV cells 3–10 % (Dragonfly(2,4,2) ADV+h 1.07× →
+    /// 1.17× Valiant) and costs Dragonfly(1,3,1) uniform 15 %, Dragonfly(2,3,2) hotspot 4 %,
+    /// and the simulator's uniform traffic at load 1.0 2.5–3 % (mininet/README.md "The rise
+    /// asking the comparison").
     pub rise_follows_comparison: bool,
     /// DRB's constants (`[policy.drb]`), used when `kind = "drb"`.
     pub drb: DrbConfig,

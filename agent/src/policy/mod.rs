@@ -41,7 +41,7 @@
 //!   counter running (`dead_band_restarts_counter = true` restarts on it too, as the published
 //!   rule restarts on every CNM). With `rise_follows_comparison` (off by default) a full B earns
 //!   no increase while p's own fresh Fb is above the reference a CNM would be cut against (the
-//!   octets are consumed all the same).
+//!   octets are consumed all the same, and the idle timer restarts: the port is not idle).
 //! - **Idle timer** (optional): if p has seen no CNM that restarted its counter and no increase for
 //!   a whole period, the next
 //!   [`Event::Tick`] applies one increase per whole elapsed period. Any increase, by bytes or by
@@ -416,7 +416,7 @@ impl Policy {
         let q = qntz_fb.min(MAX_QNTZ_FB);
         let held = self.counters.dead_band;
         if self.cfg.source_comparison && self.cfg.variant.feedback_comparison() {
-            let (lo, hi) = self.reference_at(i, now_ns);
+            let (lo, hi) = self.reference_counted(i, now_ns);
             self.compare(i, port, q, lo, hi, out);
         } else {
             self.decrease(i, port, f64::from(q), Cause::SourceDecrease, out);
@@ -448,7 +448,7 @@ impl Policy {
         self.fb_sum = self.fb_sum - u32::from(st.last_fb) + u32::from(q);
         st.last_fb = q;
         st.fb_at_ns = now_ns;
-        let (lo, hi) = self.reference_at(i, now_ns);
+        let (lo, hi) = self.reference_counted(i, now_ns);
         self.compare(i, port, q, lo, hi, out);
     }
 
@@ -472,14 +472,17 @@ impl Policy {
         };
         let own = Self::fresh_congestion(st, now_ns);
         if own == 0 {
+            // Nothing fresh: the reference (≥ 0) cannot be exceeded; skip computing it.
             return false;
         }
-        let (_, hi) = self.reference(i, now_ns);
+        // Uncounted: no CNM is compared here.
+        let (_, hi, _) = self.reference_of(i, now_ns);
         f64::from(own) > hi + self.cfg.fbcomp_th2
     }
 
-    /// A port's fresh congestion: the larger of the Fb last received on it and the Fb this
-    /// switch's CP last found there, each 0 once older than the port's age limit.
+    /// A port's fresh congestion: the larger of the Fb last charged to it by a CNM and the Fb
+    /// last observed on it (`CongestionObserved`: its switch's CP, detours' CNMs), each 0 once
+    /// older than the port's age limit.
     fn fresh_congestion(st: &PortState, now_ns: u64) -> u32 {
         let fresh = |v: u8, at: u64| match st.fb_max_age_ns {
             Some(age) if now_ns.saturating_sub(at) > age => 0,
@@ -488,19 +491,13 @@ impl Policy {
         fresh(st.last_fb, st.fb_at_ns).max(fresh(st.own_fb, st.own_fb_at_ns))
     }
 
-    /// [`reference_of`](Self::reference_of), counting a comparison against the candidates.
-    fn reference_at(&mut self, i: usize, now_ns: u64) -> (f64, f64) {
+    /// [`reference_of`](Self::reference_of) for a CNM's comparison, counting it when the
+    /// candidates were the reference.
+    fn reference_counted(&mut self, i: usize, now_ns: u64) -> (f64, f64) {
         let (lo, hi, by_candidates) = self.reference_of(i, now_ns);
         if by_candidates {
             self.counters.candidate_comparisons += 1;
         }
-        (lo, hi)
-    }
-
-    /// [`reference_of`](Self::reference_of) uncounted: the byte counter's gate asks, no CNM
-    /// is compared.
-    fn reference(&self, i: usize, now_ns: u64) -> (f64, f64) {
-        let (lo, hi, _) = self.reference_of(i, now_ns);
         (lo, hi)
     }
 

@@ -951,8 +951,9 @@ fn dead_band_can_leave_the_byte_counter_running() {
 }
 
 /// `rise_follows_comparison`: the byte counter's octets earn no increase while the port's own
-/// fresh Fb is above the reference a CNM would be cut against; they do once a candidate is as
-/// congested, or once the port's Fb has aged; without the rule they earn it at once.
+/// fresh Fb (received or observed) is above the reference a CNM would be cut against; they do
+/// once a candidate is as congested, or once the port's Fb has aged; without the rule they earn
+/// it at once.
 #[test]
 fn rise_can_follow_the_comparison() {
     let cfg = |gated| PolicyConfig {
@@ -962,6 +963,7 @@ fn rise_can_follow_the_comparison() {
         rise_follows_comparison: gated,
         ..PolicyConfig::published()
     };
+    let obs = |port, qntz_fb| Event::CongestionObserved { port, qntz_fb };
     let start = |gated| {
         let mut pol = policy(cfg(gated), &[1, 2]);
         pol.set_candidates([(1, &[2][..])]);
@@ -982,21 +984,25 @@ fn rise_can_follow_the_comparison() {
     let p1 = p(&pol, 1);
     assert!(pol.handle(bytes(1, 2 * B), 1).is_empty(), "40 > 20: held");
     assert_eq!(pol.counters().rises_held, 2);
+    assert_eq!(
+        pol.counters().candidate_comparisons,
+        1,
+        "only the CNM's comparison counts"
+    );
     // The candidate as congested as port 1: the next B earns its increase (the held octets were
     // consumed, not kept).
-    pol.handle(
-        Event::CongestionObserved {
-            port: 2,
-            qntz_fb: 40,
-        },
-        2,
-    );
+    pol.handle(obs(2, 40), 2);
     assert!(pol.handle(bytes(1, B - 1), 3).is_empty());
     pol.handle(bytes(1, 1), 3);
     assert_eq!(p(&pol, 1), p1 + 1.0);
-    // Later, both Fb aged out (100 µs): nothing fresh on port 1, so its octets count again.
+    // 200 µs later every Fb so far has aged (100 µs); port 1's own CP now finds 30 there, its
+    // candidate still quiet: held again, on the observed Fb alone.
     let t = 200_000;
-    pol.handle(bytes(1, B), t);
+    pol.handle(obs(1, 30), t);
+    assert!(pol.handle(bytes(1, B), t).is_empty());
+    assert_eq!(pol.counters().rises_held, 3);
+    // Once that has aged too, nothing fresh on port 1: its octets count again.
+    pol.handle(bytes(1, B), 2 * t);
     assert_eq!(p(&pol, 1), p1 + 2.0);
-    assert_eq!(pol.counters().rises_held, 2);
+    assert_eq!(pol.counters().rises_held, 3);
 }
