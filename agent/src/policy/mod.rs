@@ -42,9 +42,8 @@
 //!   rule restarts on every CNM). With `rise_follows_comparison` (off by default) a full B earns
 //!   no increase while p's own fresh Fb is above the reference a CNM would be cut against (the
 //!   octets are consumed all the same, and the idle timer restarts: the port is not idle).
-//! - **Idle timer** (optional): if p has seen no CNM that restarted its counter and no increase for
-//!   a whole period, the next
-//!   [`Event::Tick`] applies one increase per whole elapsed period. Any increase, by bytes or by
+//! - **Idle timer** (optional): if p has seen no CNM that restarted its counter and no increase
+//!   for a whole period, the next [`Event::Tick`] applies one increase per whole elapsed period. Any increase, by bytes or by
 //!   timer, restarts both the timer and the byte counter, so p gets one increase per B bytes or per
 //!   idle period, whichever comes first.
 //!
