@@ -222,6 +222,11 @@ MODES = {m.name: m for m in (
          "congested than its reference",
          program="controller", agent_variant="combined",
          agent={"policy.rise_follows_comparison": True}),
+    # At most one cut per buffer drain of the port (policy.cut_holdoff_buffer_drains).
+    Mode("qcnsw-combined-holdoff",
+         "qcnsw-combined cutting P at most once per drain of the port's egress buffer",
+         program="controller", agent_variant="combined",
+         agent={"policy.cut_holdoff_buffer_drains": 1.0}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",

@@ -175,6 +175,14 @@ pub struct PolicyConfig {
     /// and the simulator's uniform traffic at load 1.0 2.5–3 % (mininet/README.md "The rise
     /// asking the comparison").
     pub rise_follows_comparison: bool,
+    /// The cut hold-off in drains of the port's egress buffer (fabricflow's addition; 0 = off,
+    /// the published rule): after a decrease of P(p), CNMs charged to p within the time p's link
+    /// needs to send this many buffers cut nothing (their Fb is stored and compared as usual,
+    /// and the byte counter runs on, as through the dead band). A cut shows in the queue only
+    /// once the queue has drained and the sources answered; every CNM before that reports the
+    /// congestion already answered, and compounding those cuts drives P to the floor (as TCP
+    /// takes one window reduction per round trip, not one per loss).
+    pub cut_holdoff_buffer_drains: f64,
     /// DRB's constants (`[policy.drb]`), used when `kind = "drb"`.
     pub drb: DrbConfig,
 }
@@ -256,6 +264,7 @@ impl PolicyConfig {
             dead_band_restarts_counter: true,
             detour_cnm_feedback: false,
             rise_follows_comparison: false,
+            cut_holdoff_buffer_drains: 0.0,
             kind: PolicyKind::QcnSw,
             drb: DrbConfig::default(),
         }
@@ -316,6 +325,13 @@ impl PolicyConfig {
                 && (0.0..=1000.0).contains(&self.byte_limit_buffer_drains),
             "policy.byte_limit_buffer_drains",
             self.byte_limit_buffer_drains,
+            "0 ≤ drains ≤ 1000",
+        )?;
+        check(
+            self.cut_holdoff_buffer_drains.is_finite()
+                && (0.0..=1000.0).contains(&self.cut_holdoff_buffer_drains),
+            "policy.cut_holdoff_buffer_drains",
+            self.cut_holdoff_buffer_drains,
             "0 ≤ drains ≤ 1000",
         )?;
         check(

@@ -150,4 +150,7 @@ pub struct Counters {
     /// Byte-counter increases withheld because the port was more congested than its
     /// comparison's reference (`rise_follows_comparison`).
     pub rises_held: u64,
+    /// Decreases skipped because the port's last cut was less than its hold-off ago
+    /// (`cut_holdoff_buffer_drains`).
+    pub cuts_held_off: u64,
 }

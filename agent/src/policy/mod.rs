@@ -95,6 +95,10 @@ struct PortState {
     fb_max_age_ns: Option<u64>,
     /// The port's idle-timer period, ns; `None` = no timer.
     timer_period_ns: Option<u64>,
+    /// When P(p) was last cut (`cut_holdoff_buffer_drains`); `None` before the first cut.
+    cut_at_ns: Option<u64>,
+    /// The port's cut hold-off, ns; `None` = off.
+    cut_holdoff_ns: Option<u64>,
 }
 
 impl PortState {
@@ -113,6 +117,8 @@ impl PortState {
             timer_base_ns: None,
             fb_max_age_ns: None,
             timer_period_ns: None,
+            cut_at_ns: None,
+            cut_holdoff_ns: None,
         }
     }
 }
@@ -186,6 +192,11 @@ impl Policy {
                 .cfg
                 .increase_timer_line_bytes
                 .map(|b| link.line_time_ns(b).max(self.timer_floor_ns).max(1));
+            st.cut_holdoff_ns = (self.cfg.cut_holdoff_buffer_drains > 0.0).then(|| {
+                link.line_time_ns(
+                    link.buffer_fraction_bytes(self.cfg.cut_holdoff_buffer_drains),
+                )
+            });
         }
     }
 
@@ -396,11 +407,11 @@ impl Policy {
         let Some(i) = self.lookup(port) else { return };
         self.counters.cnm_received += 1;
         let q = qntz_fb.min(MAX_QNTZ_FB);
-        let held = self.counters.dead_band;
+        let held = self.held_total();
         if self.cfg.variant.feedback_comparison() {
             self.feedback_comparison(i, port, q, now_ns, out);
         } else {
-            self.decrease(i, port, f64::from(q), Cause::CnmDecrease, out);
+            self.decrease(i, port, f64::from(q), Cause::CnmDecrease, now_ns, out);
         }
         self.restart_counters_after_cnm(i, held, now_ns);
     }
@@ -413,21 +424,28 @@ impl Policy {
         let Some(i) = self.lookup(port) else { return };
         self.counters.cnm_self_charged += 1;
         let q = qntz_fb.min(MAX_QNTZ_FB);
-        let held = self.counters.dead_band;
+        let held = self.held_total();
         if self.cfg.source_comparison && self.cfg.variant.feedback_comparison() {
             let (lo, hi) = self.reference_counted(i, now_ns);
-            self.compare(i, port, q, lo, hi, out);
+            self.compare(i, port, q, lo, hi, now_ns, out);
         } else {
-            self.decrease(i, port, f64::from(q), Cause::SourceDecrease, out);
+            self.decrease(i, port, f64::from(q), Cause::SourceDecrease, now_ns, out);
         }
         self.restart_counters_after_cnm(i, held, now_ns);
     }
 
-    /// After a CNM charged to port `i` (`held_before` = the dead-band count before it): the
-    /// byte counter and the idle timer start again, unless the comparison held P and
-    /// `dead_band_restarts_counter` is off.
+    /// CNMs that left P as it was: the comparison's dead band and held-off cuts.
+    fn held_total(&self) -> u64 {
+        self.counters
+            .dead_band
+            .saturating_add(self.counters.cuts_held_off)
+    }
+
+    /// After a CNM charged to port `i` (`held_before` = [`held_total`](Self::held_total) before
+    /// it): the byte counter and the idle timer start again, unless P was held (the dead band,
+    /// a cut held off) and `dead_band_restarts_counter` is off.
     fn restart_counters_after_cnm(&mut self, i: usize, held_before: u64, now_ns: u64) {
-        let held = self.counters.dead_band != held_before;
+        let held = self.held_total() != held_before;
         if self.cfg.dead_band_restarts_counter || !held {
             self.restart_counters(i, now_ns);
         }
@@ -448,7 +466,7 @@ impl Policy {
         st.last_fb = q;
         st.fb_at_ns = now_ns;
         let (lo, hi) = self.reference_counted(i, now_ns);
-        self.compare(i, port, q, lo, hi, out);
+        self.compare(i, port, q, lo, hi, now_ns, out);
     }
 
     fn on_congestion_observed(&mut self, port: PortNo, qntz_fb: u8, now_ns: u64) {
@@ -550,13 +568,23 @@ impl Policy {
 
     /// The comparison itself (DESIGN §5): Fb(p) ≤ `lo` + th1 raises P, Fb(p) > `hi` + th2 cuts
     /// it by Fb(p) − `hi`, anything between is the dead band.
-    fn compare(&mut self, i: usize, port: PortNo, q: u8, lo: f64, hi: f64, out: &mut Effects) {
+    #[allow(clippy::too_many_arguments)] // one comparison's inputs; a struct would only rename them
+    fn compare(
+        &mut self,
+        i: usize,
+        port: PortNo,
+        q: u8,
+        lo: f64,
+        hi: f64,
+        now_ns: u64,
+        out: &mut Effects,
+    ) {
         let fb = f64::from(q);
         tracing::trace!(port, fb = q, lo, hi, "feedback comparison");
         if fb <= lo + self.cfg.fbcomp_th1 {
             self.increase(i, port, 1, Cause::FeedbackIncrease, out);
         } else if fb > hi + self.cfg.fbcomp_th2 {
-            self.decrease(i, port, fb - hi, Cause::FeedbackDecrease, out);
+            self.decrease(i, port, fb - hi, Cause::FeedbackDecrease, now_ns, out);
         } else {
             self.counters.dead_band += 1;
         }
@@ -641,7 +669,26 @@ impl Policy {
         self.change(i, port, cause, out, |rates, p| rates.increase(p, n));
     }
 
-    fn decrease(&mut self, i: usize, port: PortNo, amount: f64, cause: Cause, out: &mut Effects) {
+    /// One decrease of P(port `i`) by `amount`, unless the port's cut hold-off since its last
+    /// cut has not passed (then counted in `cuts_held_off`, P unchanged).
+    fn decrease(
+        &mut self,
+        i: usize,
+        port: PortNo,
+        amount: f64,
+        cause: Cause,
+        now_ns: u64,
+        out: &mut Effects,
+    ) {
+        if let Some(st) = self.state.get_mut(i) {
+            if let (Some(hold), Some(at)) = (st.cut_holdoff_ns, st.cut_at_ns) {
+                if now_ns.saturating_sub(at) < hold {
+                    self.counters.cuts_held_off += 1;
+                    return;
+                }
+            }
+            st.cut_at_ns = Some(now_ns);
+        }
         self.counters.decreases += 1;
         self.change(i, port, cause, out, |rates, p| rates.decrease(p, amount));
     }

@@ -1006,3 +1006,55 @@ fn rise_can_follow_the_comparison() {
     assert_eq!(p(&pol, 1), p1 + 2.0);
     assert_eq!(pol.counters().rises_held, 3);
 }
+
+/// `cut_holdoff_buffer_drains`: after a cut, CNMs within the port's hold-off (drains of its
+/// buffer at its line rate) cut nothing and leave the byte counter running; the first CNM
+/// after it cuts again, and so does every CNM with the hold-off off.
+#[test]
+fn cuts_hold_off_for_buffer_drains() {
+    use crate::link::{PortLink, PortLinks};
+    let cfg = |drains| PolicyConfig {
+        cut_holdoff_buffer_drains: drains,
+        dead_band_restarts_counter: false,
+        ..PolicyConfig::published()
+    };
+    // 10 000 octets at 10 Mb/s drain in 8 ms; two drains hold off for 16 ms.
+    let link = PortLink {
+        rate_bps: 10e6,
+        buffer_bytes: 10_000,
+    };
+    let start = |drains| {
+        let mut pol = policy(cfg(drains), &[1]);
+        pol.set_links(PortLinks::new(link, Vec::new()), 0);
+        pol.handle(cnm(1, 64), 0);
+        assert_eq!(p(&pol, 1), 100.0 * (1.0 - GD * 63.0));
+        pol
+    };
+    let mut free = start(0.0);
+    free.handle(cnm(1, 63), 1_000_000);
+    assert_eq!(free.counters().decreases, 2);
+    assert_eq!(free.counters().cuts_held_off, 0);
+
+    let mut pol = start(2.0);
+    let p1 = p(&pol, 1);
+    assert!(pol.handle(bytes(1, B - 1), 1).is_empty());
+    assert!(pol.handle(cnm(1, 63), 15_999_999).is_empty(), "held off");
+    assert_eq!(pol.counters().cuts_held_off, 1);
+    assert_eq!(pol.counters().decreases, 1);
+    // The held CNM did not restart the counter: one more octet completes B.
+    let fx = pol.handle(bytes(1, 1), 15_999_999);
+    assert_eq!(
+        fx.changes().first().map(|c| c.cause),
+        Some(Cause::ByteCounterIncrease)
+    );
+    assert_eq!(p(&pol, 1), p1 + 1.0);
+    // 16 ms after the first cut the next CNM cuts, and starts a new hold-off.
+    let fx = pol.handle(cnm(1, 63), 16_000_000);
+    assert_eq!(
+        fx.changes().first().map(|c| c.cause),
+        Some(Cause::CnmDecrease)
+    );
+    assert!(pol.handle(cnm(1, 63), 31_999_999).is_empty());
+    assert_eq!(pol.counters().cuts_held_off, 2);
+    assert_eq!(pol.counters().decreases, 2);
+}
