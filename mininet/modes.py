@@ -227,11 +227,6 @@ MODES = {m.name: m for m in (
          "qcnsw-combined cutting P at most once per drain of the port's egress buffer",
          program="controller", agent_variant="combined",
          agent={"policy.cut_holdoff_buffer_drains": 1.0}),
-    # Fb ageing at the switch's slowest fabric port (policy.fb_age_at_slowest_port).
-    Mode("qcnsw-combined-slowage",
-         "qcnsw-combined ageing every stored Fb in line time of the switch's slowest fabric port",
-         program="controller", agent_variant="combined",
-         agent={"policy.fb_age_at_slowest_port": True}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",

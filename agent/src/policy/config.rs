@@ -183,13 +183,6 @@ pub struct PolicyConfig {
     /// congestion already answered, and compounding those cuts drives P to the floor (as TCP
     /// takes one window reduction per round trip, not one per loss).
     pub cut_holdoff_buffer_drains: f64,
-    /// Whether Fb ageing counts line time at the switch's slowest fabric port instead of at
-    /// each port's own rate (fabricflow's addition; default false). A stored Fb is about a
-    /// queue downstream of the port — a detour's CNM about the remote link the detour crosses —
-    /// and it stays true as long as that queue takes to change; on a fabric whose local links
-    /// are faster than its global ones, a local port's own rate ages a global link's
-    /// congestion before that link could have drained. Equal rates: no change.
-    pub fb_age_at_slowest_port: bool,
     /// DRB's constants (`[policy.drb]`), used when `kind = "drb"`.
     pub drb: DrbConfig,
 }
@@ -272,7 +265,6 @@ impl PolicyConfig {
             detour_cnm_feedback: false,
             rise_follows_comparison: false,
             cut_holdoff_buffer_drains: 0.0,
-            fb_age_at_slowest_port: false,
             kind: PolicyKind::QcnSw,
             drb: DrbConfig::default(),
         }

@@ -183,26 +183,19 @@ impl Policy {
 
     /// Every port's Fb age, timer period and byte limit from its link and the configuration.
     fn derive_times(&mut self) {
-        let slowest = self
-            .ports
-            .iter()
-            .map(|&q| self.links.get(q))
-            .min_by(|a, b| a.rate_bps.total_cmp(&b.rate_bps));
         for (&port, st) in self.ports.iter().zip(self.state.iter_mut()) {
             let link = self.links.get(port);
             st.byte_limit = self.cfg.byte_limit_for(&link);
-            let age_link = match slowest {
-                Some(s) if self.cfg.fb_age_at_slowest_port => s,
-                _ => link,
-            };
             st.fb_max_age_ns = (self.cfg.fb_max_age_line_bytes > 0)
-                .then(|| age_link.line_time_ns(self.cfg.fb_max_age_line_bytes));
+                .then(|| link.line_time_ns(self.cfg.fb_max_age_line_bytes));
             st.timer_period_ns = self
                 .cfg
                 .increase_timer_line_bytes
                 .map(|b| link.line_time_ns(b).max(self.timer_floor_ns).max(1));
             st.cut_holdoff_ns = (self.cfg.cut_holdoff_buffer_drains > 0.0).then(|| {
-                link.line_time_ns(link.buffer_fraction_bytes(self.cfg.cut_holdoff_buffer_drains))
+                link.line_time_ns(
+                    link.buffer_fraction_bytes(self.cfg.cut_holdoff_buffer_drains),
+                )
             });
         }
     }
