@@ -227,6 +227,12 @@ MODES = {m.name: m for m in (
          "qcnsw-combined cutting P at most once per drain of the port's egress buffer",
          program="controller", agent_variant="combined",
          agent={"policy.cut_holdoff_buffer_drains": 1.0}),
+    # Every received CNM charged at the culprit's own switch, relayed there by the others
+    # (policy.cnm_at_culprit_switch), as the simulator delivers it.
+    Mode("qcnsw-combined-atsource",
+         "qcnsw-combined charging every received CNM at the culprit's own switch (relayed there)",
+         program="controller", agent_variant="combined",
+         agent={"policy.cnm_at_culprit_switch": True}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",

@@ -456,12 +456,13 @@ impl SwitchCore {
         CnmFate::Charged
     }
 
-    /// Whether a CNM about `culprit` is this switch's to charge: the switch has decision
-    /// points, or the culprit's source is one of its hosts.
+    /// Whether a CNM about `culprit` is this switch's to charge: the culprit's source is one of
+    /// its hosts, or the switch has decision points (unless `policy.cnm_at_culprit_switch`).
     fn charges_here(&self, culprit: &Culprit) -> bool {
-        self.plan
-            .as_ref()
-            .is_some_and(|p| !p.groups.is_empty() || p.local_hosts.contains(&culprit.src))
+        let anywhere_with_decisions = !self.policy.config().cnm_at_culprit_switch;
+        self.plan.as_ref().is_some_and(|p| {
+            p.local_hosts.contains(&culprit.src) || (anywhere_with_decisions && !p.groups.is_empty())
+        })
     }
 
     /// A CNM arrived on fabric port `port` (the caller checked it came from a fabric port) about

@@ -185,6 +185,14 @@ pub struct PolicyConfig {
     /// Mininet's Dragonfly(1,3,1) uniform 4 % and costs the adversarial cells 9–25 %, where P
     /// must stay low (mininet/README.md "A cut hold-off").
     pub cut_holdoff_buffer_drains: f64,
+    /// Where a received CNM is charged (fabricflow's addition; default false = where it first
+    /// lands on a switch with decision points): true charges it only at the culprit's own
+    /// switch — the one whose decision point chose the culprit's route — and every other
+    /// switch relays it there (DESIGN §5, "Where a CNM is charged, and relayed"). On a
+    /// Dragonfly the CNM of a detour's *second* global link first lands in the intermediate
+    /// group, whose switches' decision points steer their own hosts' traffic, not the
+    /// culprit's; the simulator delivers every CNM to the culprit's switch.
+    pub cnm_at_culprit_switch: bool,
     /// DRB's constants (`[policy.drb]`), used when `kind = "drb"`.
     pub drb: DrbConfig,
 }
@@ -267,6 +275,7 @@ impl PolicyConfig {
             detour_cnm_feedback: false,
             rise_follows_comparison: false,
             cut_holdoff_buffer_drains: 0.0,
+            cnm_at_culprit_switch: false,
             kind: PolicyKind::QcnSw,
             drb: DrbConfig::default(),
         }

@@ -471,6 +471,7 @@ impl Policy {
 
     fn on_congestion_observed(&mut self, port: PortNo, qntz_fb: u8, now_ns: u64) {
         let Some(i) = self.lookup(port) else { return };
+        tracing::trace!(port, fb = qntz_fb, "congestion observed");
         self.counters.congestion_observed += 1;
         if let Some(st) = self.state.get_mut(i) {
             st.own_fb = qntz_fb.min(MAX_QNTZ_FB);

@@ -560,6 +560,26 @@ fn a_received_cnm_on_a_switch_with_decision_points_is_charged_there_even_without
 }
 
 #[test]
+fn at_the_culprits_switch_only_a_switch_with_decision_points_relays_other_hosts_cnms() {
+    // `cnm_at_culprit_switch`: the CNM of another switch's host is relayed on even where this
+    // switch has the decision point for its destination; its own host's is charged there.
+    let policy = PolicyConfig {
+        cnm_at_culprit_switch: true,
+        ..PolicyConfig::published()
+    };
+    let mut c = SwitchCore::new(policy, WeightsConfig::default()).unwrap();
+    c.learn(plan([255, 0, 1]), 0, 0);
+    let other = received(4, "02:00:00:02:00:01", "02:00:00:07:00:01", 2);
+    assert_eq!(c.on_received_cnm(&other, MS), CnmFate::Relay { relays: 3 });
+    assert!(writes(&mut c).is_empty());
+    assert_eq!(c.counters().cnm_relayed, 1);
+    let own = received(4, "02:00:00:01:00:01", "02:00:00:07:00:01", 2);
+    assert_eq!(c.on_received_cnm(&own, 2 * MS), CnmFate::Charged);
+    assert_eq!(writes(&mut c).len(), 1);
+    assert_eq!(c.counters().cnm_received, 1);
+}
+
+#[test]
 fn a_received_cnm_on_a_switch_without_decision_points_is_relayed_with_its_count_one_higher() {
     // A fat-tree's top or middle switch: whatever the culprit, relayed, P and weights untouched.
     for dst in ["02:00:00:00:00:01", "02:00:00:07:00:01"] {
