@@ -461,7 +461,8 @@ impl SwitchCore {
     fn charges_here(&self, culprit: &Culprit) -> bool {
         let anywhere_with_decisions = !self.policy.config().cnm_at_culprit_switch;
         self.plan.as_ref().is_some_and(|p| {
-            p.local_hosts.contains(&culprit.src) || (anywhere_with_decisions && !p.groups.is_empty())
+            p.local_hosts.contains(&culprit.src)
+                || (anywhere_with_decisions && !p.groups.is_empty())
         })
     }
 

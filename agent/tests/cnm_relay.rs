@@ -68,11 +68,11 @@ fn learned(f: &Fabric, opts: &PlanOptions) -> Vec<LearnedPlan> {
         .collect()
 }
 
-fn cores(f: &Fabric, opts: &PlanOptions) -> Vec<SwitchCore> {
+fn cores(f: &Fabric, opts: &PlanOptions, policy: &PolicyConfig) -> Vec<SwitchCore> {
     learned(f, opts)
         .into_iter()
         .map(|plan| {
-            let mut c = SwitchCore::new(PolicyConfig::default(), WeightsConfig::default()).unwrap();
+            let mut c = SwitchCore::new(policy.clone(), WeightsConfig::default()).unwrap();
             c.learn(plan, 0, 0);
             c
         })
@@ -82,6 +82,11 @@ fn cores(f: &Fabric, opts: &PlanOptions) -> Vec<SwitchCore> {
 /// Every CNM of every congested fabric port on every path of every host pair, followed to
 /// where it is charged.
 fn outcomes(f: &Fabric) -> Vec<Outcome> {
+    outcomes_with(f, &PolicyConfig::default())
+}
+
+/// [`outcomes`] with the agents' policy configuration `policy`.
+fn outcomes_with(f: &Fabric, policy: &PolicyConfig) -> Vec<Outcome> {
     // P = 50 %: every candidate bucket has weight, so every path a decision point may draw
     // is walked.
     let opts = PlanOptions {
@@ -91,7 +96,7 @@ fn outcomes(f: &Fabric) -> Vec<Outcome> {
     let plan = Plan::build(f, &opts).unwrap();
     let none = BTreeSet::new();
     let walker = Walker::new(f, &plan, &none);
-    let mut cores = cores(f, &opts);
+    let mut cores = cores(f, &opts, policy);
     let hosts = f.hosts();
     let mut out = Vec::new();
     let mut now = 0u64;
@@ -293,6 +298,34 @@ fn dragonflies_charge_every_cnm_where_it_first_lands_as_without_relays() {
             "{spec}: {} CNMs, {no_dp} first land on a switch without their decision point",
             all.len()
         );
+    }
+}
+
+#[test]
+fn dragonflies_charge_every_cnm_at_the_culprits_switch_when_asked() {
+    // `policy.cnm_at_culprit_switch`: a CNM that first lands anywhere but the culprit's switch
+    // (a detour's second global link, the culprit's destination group) is relayed there.
+    let policy = PolicyConfig {
+        cnm_at_culprit_switch: true,
+        ..PolicyConfig::default()
+    };
+    for spec in [
+        "dragonfly:p=1,a=2,h=3",
+        "dragonfly:p=2,a=2,h=1",
+        "dragonfly:p=1,a=4,h=1",
+    ] {
+        let f = fabric(spec);
+        let all = outcomes_with(&f, &policy);
+        assert!(!all.is_empty());
+        let mut relayed = 0;
+        for o in &all {
+            assert_eq!(o.charged_at.unwrap_or(o.cp), o.src_switch, "{spec}: {o:?}");
+            assert!(o.relays <= 2, "{spec}: {o:?}");
+            assert_eq!(o.relays > 0, o.first != o.src_switch, "{spec}: {o:?}");
+            relayed += usize::from(o.relays > 0);
+        }
+        assert!(relayed > 0, "{spec}: nothing relayed");
+        println!("{spec}: {} CNMs, {relayed} relayed", all.len());
     }
 }
 

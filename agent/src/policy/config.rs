@@ -191,7 +191,11 @@ pub struct PolicyConfig {
     /// switch relays it there (DESIGN §5, "Where a CNM is charged, and relayed"). On a
     /// Dragonfly the CNM of a detour's *second* global link first lands in the intermediate
     /// group, whose switches' decision points steer their own hosts' traffic, not the
-    /// culprit's; the simulator delivers every CNM to the culprit's switch.
+    /// culprit's; the simulator delivers every CNM to the culprit's switch. Mininet, 10 / 2.5
+    /// Mb/s: Dragonfly(2,4,2) ADV+1 / ADV+h 1.12× / 1.09× → 1.21× / 1.20× Valiant, Dragonfly(2,3,2)
+    /// ADV+h +8 %, the other cells measured −5 to +4 %
+    /// (mininet/README.md "CNMs charged at the culprit's switch"); off until the whole matrix
+    /// is measured with it.
     pub cnm_at_culprit_switch: bool,
     /// DRB's constants (`[policy.drb]`), used when `kind = "drb"`.
     pub drb: DrbConfig,

@@ -193,9 +193,7 @@ impl Policy {
                 .increase_timer_line_bytes
                 .map(|b| link.line_time_ns(b).max(self.timer_floor_ns).max(1));
             st.cut_holdoff_ns = (self.cfg.cut_holdoff_buffer_drains > 0.0).then(|| {
-                link.line_time_ns(
-                    link.buffer_fraction_bytes(self.cfg.cut_holdoff_buffer_drains),
-                )
+                link.line_time_ns(link.buffer_fraction_bytes(self.cfg.cut_holdoff_buffer_drains))
             });
         }
     }
