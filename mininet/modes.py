@@ -227,12 +227,13 @@ MODES = {m.name: m for m in (
          "qcnsw-combined cutting P at most once per drain of the port's egress buffer",
          program="controller", agent_variant="combined",
          agent={"policy.cut_holdoff_buffer_drains": 1.0}),
-    # Every received CNM charged at the culprit's own switch, relayed there by the others
-    # (policy.cnm_at_culprit_switch), as the simulator delivers it.
-    Mode("qcnsw-combined-atsource",
-         "qcnsw-combined charging every received CNM at the culprit's own switch (relayed there)",
+    # Every received CNM charged where it first lands on a switch with decision points, not
+    # relayed to the culprit's own switch (policy.cnm_at_culprit_switch = false).
+    Mode("qcnsw-combined-atlanding",
+         "qcnsw-combined charging every received CNM where it first lands (no relay to the "
+         "culprit's switch)",
          program="controller", agent_variant="combined",
-         agent={"policy.cnm_at_culprit_switch": True}),
+         agent={"policy.cnm_at_culprit_switch": False}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",

@@ -267,7 +267,10 @@ fn two_level_fat_trees_charge_where_the_cnm_first_lands_as_without_relays() {
 }
 
 #[test]
-fn dragonflies_charge_every_cnm_where_it_first_lands_as_without_relays() {
+fn dragonflies_charge_every_cnm_at_the_culprits_switch() {
+    // The default `policy.cnm_at_culprit_switch`: a CNM that first lands anywhere but the
+    // culprit's switch (a detour's second global link, the culprit's destination group) is
+    // relayed there.
     for spec in [
         "dragonfly:p=1,a=2,h=3",
         "dragonfly:p=2,a=2,h=1",
@@ -275,6 +278,34 @@ fn dragonflies_charge_every_cnm_where_it_first_lands_as_without_relays() {
     ] {
         let f = fabric(spec);
         let all = outcomes(&f);
+        assert!(!all.is_empty());
+        let mut relayed = 0;
+        for o in &all {
+            assert_eq!(o.charged_at.unwrap_or(o.cp), o.src_switch, "{spec}: {o:?}");
+            assert!(o.relays <= 2, "{spec}: {o:?}");
+            assert_eq!(o.relays > 0, o.first != o.src_switch, "{spec}: {o:?}");
+            relayed += usize::from(o.relays > 0);
+        }
+        assert!(relayed > 0, "{spec}: nothing relayed");
+        println!("{spec}: {} CNMs, {relayed} relayed", all.len());
+    }
+}
+
+#[test]
+fn dragonflies_charge_every_cnm_where_it_first_lands_when_asked() {
+    // `policy.cnm_at_culprit_switch = false`: the first switch with a decision point for the
+    // culprit's destination charges it, nothing is relayed.
+    let policy = PolicyConfig {
+        cnm_at_culprit_switch: false,
+        ..PolicyConfig::default()
+    };
+    for spec in [
+        "dragonfly:p=1,a=2,h=3",
+        "dragonfly:p=2,a=2,h=1",
+        "dragonfly:p=1,a=4,h=1",
+    ] {
+        let f = fabric(spec);
+        let all = outcomes_with(&f, &policy);
         assert!(!all.is_empty());
         let mut no_dp = 0;
         for o in &all {
@@ -298,34 +329,6 @@ fn dragonflies_charge_every_cnm_where_it_first_lands_as_without_relays() {
             "{spec}: {} CNMs, {no_dp} first land on a switch without their decision point",
             all.len()
         );
-    }
-}
-
-#[test]
-fn dragonflies_charge_every_cnm_at_the_culprits_switch_when_asked() {
-    // `policy.cnm_at_culprit_switch`: a CNM that first lands anywhere but the culprit's switch
-    // (a detour's second global link, the culprit's destination group) is relayed there.
-    let policy = PolicyConfig {
-        cnm_at_culprit_switch: true,
-        ..PolicyConfig::default()
-    };
-    for spec in [
-        "dragonfly:p=1,a=2,h=3",
-        "dragonfly:p=2,a=2,h=1",
-        "dragonfly:p=1,a=4,h=1",
-    ] {
-        let f = fabric(spec);
-        let all = outcomes_with(&f, &policy);
-        assert!(!all.is_empty());
-        let mut relayed = 0;
-        for o in &all {
-            assert_eq!(o.charged_at.unwrap_or(o.cp), o.src_switch, "{spec}: {o:?}");
-            assert!(o.relays <= 2, "{spec}: {o:?}");
-            assert_eq!(o.relays > 0, o.first != o.src_switch, "{spec}: {o:?}");
-            relayed += usize::from(o.relays > 0);
-        }
-        assert!(relayed > 0, "{spec}: nothing relayed");
-        println!("{spec}: {} CNMs, {relayed} relayed", all.len());
     }
 }
 

@@ -185,17 +185,14 @@ pub struct PolicyConfig {
     /// Mininet's Dragonfly(1,3,1) uniform 4 % and costs the adversarial cells 9–25 %, where P
     /// must stay low (mininet/README.md "A cut hold-off").
     pub cut_holdoff_buffer_drains: f64,
-    /// Where a received CNM is charged (fabricflow's addition; default false = where it first
-    /// lands on a switch with decision points): true charges it only at the culprit's own
-    /// switch — the one whose decision point chose the culprit's route — and every other
-    /// switch relays it there (DESIGN §5, "Where a CNM is charged, and relayed"). On a
-    /// Dragonfly the CNM of a detour's *second* global link first lands in the intermediate
-    /// group, whose switches' decision points steer their own hosts' traffic, not the
-    /// culprit's; the simulator delivers every CNM to the culprit's switch. Mininet, 10 / 2.5
-    /// Mb/s: Dragonfly(2,4,2) ADV+1 / ADV+h 1.12× / 1.09× → 1.21× / 1.20× Valiant, Dragonfly(2,3,2)
-    /// ADV+h +8 %, the other cells measured −5 to +4 %
-    /// (mininet/README.md "CNMs charged at the culprit's switch"); off until the whole matrix
-    /// is measured with it.
+    /// Where a received CNM is charged (fabricflow's addition; the published rule, false,
+    /// charges it where it first lands on a switch with decision points): true charges it only
+    /// at the culprit's own switch — the one whose decision point chose the culprit's route —
+    /// and every other switch relays it there (DESIGN §5, "Where a CNM is charged, and
+    /// relayed"). On a Dragonfly the CNM of a detour's *second* global link first lands in the
+    /// intermediate group, whose switches' decision points steer their own hosts' traffic, not
+    /// the culprit's; the simulator delivers every CNM to the culprit's switch
+    /// (mininet/README.md "CNMs charged at the culprit's switch" has the measured cells).
     pub cnm_at_culprit_switch: bool,
     /// DRB's constants (`[policy.drb]`), used when `kind = "drb"`.
     pub drb: DrbConfig,
@@ -247,6 +244,7 @@ impl Default for PolicyConfig {
             fbcomp_reference: FbReference::Both,
             dead_band_restarts_counter: false,
             detour_cnm_feedback: true,
+            cnm_at_culprit_switch: true,
             ..PolicyConfig::published()
         }
     }
