@@ -429,16 +429,16 @@ impl SwitchCore {
     /// A CNM arrived over a fabric port (the caller checked that): charge it here, or relay it
     /// towards the culprit's source, whose switch chose the culprit's route.
     ///
-    /// - A switch with decision points charges every CNM it receives ([`on_cnm`](Self::on_cnm):
-    ///   to the decision point for the culprit's destination, else to the arrival port). That is
-    ///   every switch a CNM reaches first on a Dragonfly and on a 2-level fat-tree, where the
-    ///   first switch back from the congestion point is, but for rare corners, where the
-    ///   culprit's route was chosen. So is a CNM whose culprit is a host of this switch.
-    /// - A switch without decision points (a fat-tree's middle and top levels, a file fabric's
-    ///   transit switches) chose no route: the CNM is relayed, its count one higher, unless it
-    ///   has been relayed [`MAX_CNM_RELAYS`] times already (dropped). Minimal routing towards
-    ///   the culprit's source takes it to the next switch's agent and, at the latest, to the
-    ///   source's switch.
+    /// - The culprit's own switch charges it ([`on_cnm`](Self::on_cnm): to the decision point
+    ///   for the culprit's destination, else to the arrival port).
+    /// - Every other switch relays it, its count one higher, unless it has been relayed
+    ///   [`MAX_CNM_RELAYS`] times already (dropped). Minimal routing towards the culprit's
+    ///   source takes it to the next switch's agent and, at the latest, to the source's switch.
+    ///   On a Dragonfly that brings the CNM of a detour's second global link, which first
+    ///   lands in the intermediate group, back to the source that diverted.
+    /// - With `policy.cnm_at_culprit_switch = false` (the published rule) a switch with
+    ///   decision points charges every CNM it receives, and only switches without them (a
+    ///   fat-tree's middle and top levels, a file fabric's transit switches) relay.
     ///
     /// DRB charges every CNM where it arrives (its pairs are the source switch's).
     pub fn on_received_cnm(&mut self, cnm: &ReceivedCnm, now_ns: u64) -> CnmFate {
@@ -457,7 +457,7 @@ impl SwitchCore {
     }
 
     /// Whether a CNM about `culprit` is this switch's to charge: the culprit's source is one of
-    /// its hosts, or the switch has decision points (unless `policy.cnm_at_culprit_switch`).
+    /// its hosts, or (without `policy.cnm_at_culprit_switch`) the switch has decision points.
     fn charges_here(&self, culprit: &Culprit) -> bool {
         let anywhere_with_decisions = !self.policy.config().cnm_at_culprit_switch;
         self.plan.as_ref().is_some_and(|p| {
