@@ -15,13 +15,16 @@ Writes OUT/<cell>/ (run.py's files), OUT/matrix.json (every cell's summary or er
 OUT/matrix.md (the table), and prints the table: per cell and mode the median aggregate, its
 fraction of the throughput optimum of the same flows (`fabricflow-controller bound`), and the two
 ratios adaptive routing is judged by: against minimal and against the better of minimal and
-Valiant.
+Valiant — as a ratio of the medians and paired (the median over seeds of each seed's own ratio:
+every seed draws its own flows, so only the paired ratio compares a mode with its baseline on
+the same flows).
 """
 
 import argparse
 import fcntl
 import json
 import re
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -63,39 +66,70 @@ def cell_name(fabric, pattern, rates):
     return re.sub(r"[^A-Za-z0-9.+=-]+", "_", f"{fabric}_{pattern}_{rates}")
 
 
+def paired_ratio(runs, baselines):
+    """Median over the seeds of a mode's aggregate ÷ the better baseline *of the same seed*.
+
+    Each seed draws its own flows (its own permutation and optimum), so a ratio of medians can
+    set one seed's mode against another seed's baseline; the paired ratio compares like with
+    like. `runs` and each of `baselines` map seed → Mb/s; None without a common seed."""
+    ratios = []
+    for seed, a in (runs or {}).items():
+        base = [b[seed] for b in baselines if b and b.get(seed)]
+        if a is not None and base:
+            ratios.append(a / max(base))
+    return statistics.median(ratios) if ratios else None
+
+
 def cell_rows(cell):
     """Table rows of one cell: (mode, aggregate, fraction of optimum, ÷ minimal, ÷ best of
-    minimal and Valiant); one row with the reason for a cell that did not run."""
+    minimal and Valiant, paired ÷ best, note); one row with the reason for a cell that did not
+    run."""
     if "error" in cell:
-        return [("-", None, None, None, None, cell["error"])]
+        return [("-", None, None, None, None, None, cell["error"])]
     modes = cell["summary"]["modes"]
 
     def agg(name):
         return (modes.get(name) or {}).get("aggregate_mbps")
+
+    def seeds(name):
+        return {int(k): v for k, v in ((modes.get(name) or {}).get("runs_mbps") or {}).items()}
     minimal = agg("minimal")
     best = max((v for v in (minimal, agg("valiant")) if v), default=None)
+    baselines = [seeds("minimal"), seeds("valiant")]
     rows = []
     for name, m in modes.items():
         a = m.get("aggregate_mbps")
         rows.append((name, a, m.get("fraction_of_optimum"),
                      a / minimal if a is not None and minimal else None,
-                     a / best if a is not None and best else None, ""))
+                     a / best if a is not None and best else None,
+                     paired_ratio(seeds(name), baselines), ""))
     return rows
+
+
+def mode_summary(mode):
+    """What the matrix keeps of one mode of run.py's summary: the medians, and each seed's
+    aggregate (for the paired ratio)."""
+    out = {k: mode.get(k) for k in ("aggregate_mbps", "fraction_of_optimum", "ceiling_mbps",
+                                     "fraction_of_ceiling", "cpu_percent")}
+    out["runs_mbps"] = {str(r["seed"]): r.get("aggregate_mbps")
+                        for r in mode.get("runs") or [] if "seed" in r}
+    return out
 
 
 def table(cells):
     """The matrix as a Markdown table."""
     out = ["| fabric | traffic | rates | optimum | mode | Mb/s | of optimum | ÷ minimal "
-           "| ÷ best(min, Valiant) | note |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| ÷ best(min, Valiant) | paired ÷ best | note |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(v, p=2):
         return "-" if v is None else f"{v:.{p}f}"
     for c in cells:
         opt = (c.get("summary") or {}).get("optimum_mbps")
-        for mode, a, frac, vs_min, vs_best, note in cell_rows(c):
+        for mode, a, frac, vs_min, vs_best, paired, note in cell_rows(c):
             out.append(f"| {c['fabric']} | {c['traffic']} | {c['rates']} | {f(opt)} | {mode} "
-                       f"| {f(a)} | {f(frac, 3)} | {f(vs_min, 3)} | {f(vs_best, 3)} | {note} |")
+                       f"| {f(a)} | {f(frac, 3)} | {f(vs_min, 3)} | {f(vs_best, 3)} "
+                       f"| {f(paired, 3)} | {note} |")
     return "\n".join(out)
 
 
@@ -150,10 +184,7 @@ def main(argv=None):
                 "--port-stats" if args.port_stats else "--no-port-stats",
                 "--out", str(out / cell_name(fabric, pattern, rates))])
             cell["summary"] = {"optimum_mbps": summary.get("optimum_mbps"),
-                               "modes": {m: {k: v.get(k) for k in
-                                             ("aggregate_mbps", "fraction_of_optimum",
-                                              "ceiling_mbps", "fraction_of_ceiling",
-                                              "cpu_percent")}
+                               "modes": {m: mode_summary(v)
                                          for m, v in summary["modes"].items()}}
         except (ValueError, RuntimeError, TimeoutError, OSError, SystemExit) as e:
             cell["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:200]

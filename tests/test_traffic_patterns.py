@@ -308,9 +308,12 @@ class Matrix(unittest.TestCase):
         cells = [
             {"fabric": "dragonfly:p=1,a=2,h=3", "traffic": "adv+1", "rates": "10/2.5",
              "summary": {"optimum_mbps": 61.25, "modes": {
-                 "minimal": {"aggregate_mbps": 17.5, "fraction_of_optimum": 0.286},
-                 "valiant": {"aggregate_mbps": 35.0, "fraction_of_optimum": 0.571},
-                 "qcnsw-combined": {"aggregate_mbps": 42.0, "fraction_of_optimum": 0.686}}}},
+                 "minimal": {"aggregate_mbps": 17.5, "fraction_of_optimum": 0.286,
+                             "runs_mbps": {"1": 17.5, "2": 18.0, "3": 16.0}},
+                 "valiant": {"aggregate_mbps": 35.0, "fraction_of_optimum": 0.571,
+                             "runs_mbps": {"1": 35.0, "2": 30.0, "3": 40.0}},
+                 "qcnsw-combined": {"aggregate_mbps": 42.0, "fraction_of_optimum": 0.686,
+                                    "runs_mbps": {"1": 42.0, "2": 39.0, "3": 44.0}}}}},
             {"fabric": "fattree:k=4,n=2", "traffic": "adv+h", "rates": "5/5",
              "error": "ValueError: adv+h needs a Dragonfly, not fattree:k=4,n=2"},
         ]
@@ -318,11 +321,26 @@ class Matrix(unittest.TestCase):
         q = next(r for r in rows if r[0] == "qcnsw-combined")
         self.assertAlmostEqual(q[3], 42.0 / 17.5)
         self.assertAlmostEqual(q[4], 42.0 / 35.0)
+        # Paired: each seed against its own better baseline (1.2, 1.3, 1.1), then the median.
+        self.assertAlmostEqual(q[5], 1.2)
         text = matrix.table(cells)
         self.assertIn("| dragonfly:p=1,a=2,h=3 | adv+1 | 10/2.5 | 61.25 | qcnsw-combined | 42.00 "
-                      "| 0.686 | 2.400 | 1.200 |  |", text)
-        self.assertIn("| fattree:k=4,n=2 | adv+h | 5/5 | - | - | - | - | - | - | ValueError: adv+h "
-                      "needs a Dragonfly", text)
+                      "| 0.686 | 2.400 | 1.200 | 1.200 |  |", text)
+        self.assertIn("| fattree:k=4,n=2 | adv+h | 5/5 | - | - | - | - | - | - | - | ValueError: "
+                      "adv+h needs a Dragonfly", text)
+
+    def test_paired_ratio_sets_each_seed_against_its_own_baseline(self):
+        # Ratio of medians 1.0 (10 / 10), but every seed lost 10 % against its own baseline.
+        runs = {1: 9.0, 2: 18.0, 3: 10.0 * 0.9}
+        minimal = {1: 10.0, 2: 20.0, 3: 10.0}
+        self.assertAlmostEqual(matrix.paired_ratio(runs, [minimal, {}]), 0.9)
+        # The better baseline per seed; a seed without any baseline is left out.
+        self.assertAlmostEqual(matrix.paired_ratio({1: 12.0, 4: 1.0}, [{1: 10.0}, {1: 8.0}]), 1.2)
+        self.assertIsNone(matrix.paired_ratio({5: 1.0}, [{1: 10.0}, {}]))
+        self.assertIsNone(matrix.paired_ratio({}, [minimal]))
+        mode = {"aggregate_mbps": 9.0, "runs": [{"seed": 1, "aggregate_mbps": 9.0},
+                                                {"seed": 2, "aggregate_mbps": 18.0}]}
+        self.assertEqual(matrix.mode_summary(mode)["runs_mbps"], {"1": 9.0, "2": 18.0})
 
     def test_dry_run_lists_every_cell(self):
         with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()) as o:
