@@ -234,6 +234,13 @@ MODES = {m.name: m for m in (
          "culprit's switch)",
          program="controller", agent_variant="combined",
          agent={"policy.cnm_at_culprit_switch": False}),
+    # A detour's CNM kept as its candidate's congestion only, not charged to the minimal port
+    # (policy.charge_detour_cnms = false).
+    Mode("qcnsw-combined-detournote",
+         "qcnsw-combined keeping a detour's CNM as its candidate's congestion without charging "
+         "the minimal port",
+         program="controller", agent_variant="combined",
+         agent={"policy.charge_detour_cnms": False}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",

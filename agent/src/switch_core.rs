@@ -131,6 +131,10 @@ pub struct CoreCounters {
     pub cnm_relayed: u64,
     /// CNMs received that this switch could not charge and had spent their relay budget.
     pub cnm_relay_budget_spent: u64,
+    /// CNMs received here about a culprit this switch sent on a detour, kept as the detour's
+    /// congestion and not charged (`policy.charge_detour_cnms = false`; counted in
+    /// `cnm_received` too).
+    pub cnm_detour_uncharged: u64,
     /// Congestion samples turned into CNMs.
     pub cnm_generated: u64,
     /// Of those, charged locally too (source processing on, culprit bound for another group).
@@ -476,6 +480,8 @@ impl SwitchCore {
     /// candidate port it left by, whose P steers traffic *minimally* bound elsewhere, so charging
     /// the arrival port would cut the wrong decision. Simulator, Dragonfly(4,8,4) ADV+1 at 0.4:
     /// 0.403 phits/node/cycle charging the decision point, 0.380 charging the arrival port.
+    /// With `policy.charge_detour_cnms = false` such a CNM is not charged at all (only kept as
+    /// its candidate's congestion, with `policy.detour_cnm_feedback`).
     pub fn on_cnm(&mut self, port: PortNo, culprit_dst: MacAddr, qntz_fb: u8, now_ns: u64) {
         self.counters.cnm_received += 1;
         if self.is_static() {
@@ -487,14 +493,20 @@ impl SwitchCore {
         }
         let arrival = port;
         let port = self.charged_port(arrival, culprit_dst);
-        if arrival != port && self.policy.config().detour_cnm_feedback {
-            self.feed(
-                Event::CongestionObserved {
-                    port: arrival,
-                    qntz_fb,
-                },
-                now_ns,
-            );
+        if arrival != port {
+            if self.policy.config().detour_cnm_feedback {
+                self.feed(
+                    Event::CongestionObserved {
+                        port: arrival,
+                        qntz_fb,
+                    },
+                    now_ns,
+                );
+            }
+            if !self.policy.config().charge_detour_cnms {
+                self.counters.cnm_detour_uncharged += 1;
+                return;
+            }
         }
         self.feeding_cnm = Some(now_ns);
         self.feed(Event::CnmReceived { port, qntz_fb }, now_ns);

@@ -162,6 +162,13 @@ pub struct PolicyConfig {
     /// only what is known at this switch (its own queue, CNMs charged to it), not the remote
     /// global link its detour crosses.
     pub detour_cnm_feedback: bool,
+    /// Whether a detour's CNM (one that arrives on a port other than the one it would be
+    /// charged to: the CNM of a culprit this switch diverted) is also charged to the decision
+    /// point's minimal port (default true, the published rule, which has no other place for
+    /// it). Charged, a congested detour cuts the minimal port's P against candidates whose mean
+    /// it raises only in part, so traffic moves further onto the detours it reports congested;
+    /// false keeps it as its candidate's congestion only (`detour_cnm_feedback`).
+    pub charge_detour_cnms: bool,
     /// Whether the byte counter's increase asks the comparison first (fabricflow's addition;
     /// with feedback comparison only): a port whose own fresh congestion — the larger of the Fb
     /// last charged to it by a CNM and the Fb last observed on it (its switch's CP, detours'
@@ -244,6 +251,7 @@ impl Default for PolicyConfig {
             fbcomp_reference: FbReference::Both,
             dead_band_restarts_counter: false,
             detour_cnm_feedback: true,
+            charge_detour_cnms: true,
             cnm_at_culprit_switch: true,
             ..PolicyConfig::published()
         }
@@ -275,6 +283,7 @@ impl PolicyConfig {
             fbcomp_nonminimal_factor: 1.0,
             dead_band_restarts_counter: true,
             detour_cnm_feedback: false,
+            charge_detour_cnms: true,
             rise_follows_comparison: false,
             cut_holdoff_buffer_drains: 0.0,
             cnm_at_culprit_switch: false,

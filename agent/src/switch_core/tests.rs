@@ -877,3 +877,33 @@ fn a_detours_cnm_can_count_as_its_candidates_congestion() {
         assert_eq!(p3 < 100.0, !on, "{p3}");
     }
 }
+
+/// `policy.charge_detour_cnms = false`: a detour's CNM is kept as its candidate's congestion and
+/// leaves the minimal port's P and Fb alone; the minimal port's own CNM is compared with it.
+#[test]
+fn a_detours_cnm_can_be_left_uncharged() {
+    for charge in [true, false] {
+        let mut policy = PolicyConfig::default();
+        policy.charge_detour_cnms = charge;
+        let mut c = SwitchCore::new(policy, WeightsConfig::default()).unwrap();
+        c.learn(plan([255, 0, 1]), 0, 0);
+        assert_eq!(c.policy().candidates(3), vec![4]);
+        c.on_cnm(4, to7(), 40, MS);
+        assert_eq!(c.policy().candidate_congestion(3, MS), Some(40.0));
+        assert_eq!(c.counters().cnm_received, 1);
+        assert_eq!(c.counters().cnm_detour_uncharged, u64::from(!charge));
+        assert_eq!(c.policy().last_fb(3), Some(if charge { 40 } else { 0 }));
+        assert_eq!(c.policy().p_percent(3), Some(100.0), "held: as congested as its candidate");
+        // The minimal port's own CNM, more congested than the detour: cut either way.
+        c.on_cnm(3, to7(), 60, 2 * MS);
+        assert!(c.policy().p_percent(3).unwrap() < 100.0, "{charge}");
+    }
+    // A CNM that arrives on the port it is charged to is never a detour's.
+    let mut policy = PolicyConfig::default();
+    policy.charge_detour_cnms = false;
+    let mut c = SwitchCore::new(policy, WeightsConfig::default()).unwrap();
+    c.learn(plan([255, 0, 1]), 0, 0);
+    c.on_cnm(3, to7(), 60, MS);
+    assert_eq!(c.counters().cnm_detour_uncharged, 0);
+    assert!(c.policy().p_percent(3).unwrap() < 100.0);
+}
