@@ -167,7 +167,10 @@ pub struct PolicyConfig {
     /// point's minimal port (default true, the published rule, which has no other place for
     /// it). Charged, a congested detour cuts the minimal port's P against candidates whose mean
     /// it raises only in part, so traffic moves further onto the detours it reports congested;
-    /// false keeps it as its candidate's congestion only (`detour_cnm_feedback`).
+    /// false keeps it as its candidate's congestion only (`detour_cnm_feedback`). Off, it costs
+    /// Mininet's Dragonfly(1,3,1) uniform at 10 / 2.5 4 % (every seed lower) and moves
+    /// Dragonfly(1,2,3) ADV+1 by +2 % (mininet/README.md "A detour's CNM left uncharged"), so it
+    /// stays on.
     pub charge_detour_cnms: bool,
     /// Whether the byte counter's increase asks the comparison first (fabricflow's addition;
     /// with feedback comparison only): a port whose own fresh congestion — the larger of the Fb

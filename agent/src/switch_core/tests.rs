@@ -893,7 +893,11 @@ fn a_detours_cnm_can_be_left_uncharged() {
         assert_eq!(c.counters().cnm_received, 1);
         assert_eq!(c.counters().cnm_detour_uncharged, u64::from(!charge));
         assert_eq!(c.policy().last_fb(3), Some(if charge { 40 } else { 0 }));
-        assert_eq!(c.policy().p_percent(3), Some(100.0), "held: as congested as its candidate");
+        assert_eq!(
+            c.policy().p_percent(3),
+            Some(100.0),
+            "held: as congested as its candidate"
+        );
         // The minimal port's own CNM, more congested than the detour: cut either way.
         c.on_cnm(3, to7(), 60, 2 * MS);
         assert!(c.policy().p_percent(3).unwrap() < 100.0, "{charge}");
