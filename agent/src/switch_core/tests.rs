@@ -883,8 +883,10 @@ fn a_detours_cnm_can_count_as_its_candidates_congestion() {
 #[test]
 fn a_detours_cnm_can_be_left_uncharged() {
     for charge in [true, false] {
-        let mut policy = PolicyConfig::default();
-        policy.charge_detour_cnms = charge;
+        let policy = PolicyConfig {
+            charge_detour_cnms: charge,
+            ..PolicyConfig::default()
+        };
         let mut c = SwitchCore::new(policy, WeightsConfig::default()).unwrap();
         c.learn(plan([255, 0, 1]), 0, 0);
         assert_eq!(c.policy().candidates(3), vec![4]);
@@ -903,8 +905,10 @@ fn a_detours_cnm_can_be_left_uncharged() {
         assert!(c.policy().p_percent(3).unwrap() < 100.0, "{charge}");
     }
     // A CNM that arrives on the port it is charged to is never a detour's.
-    let mut policy = PolicyConfig::default();
-    policy.charge_detour_cnms = false;
+    let policy = PolicyConfig {
+        charge_detour_cnms: false,
+        ..PolicyConfig::default()
+    };
     let mut c = SwitchCore::new(policy, WeightsConfig::default()).unwrap();
     c.learn(plan([255, 0, 1]), 0, 0);
     c.on_cnm(3, to7(), 60, MS);
