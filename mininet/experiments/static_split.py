@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Experiment (not a test): a fabric (default Dragonfly(2,4,2)) under one traffic pattern (default
-ADV+1) at 10 / 2.5 Mb/s with a *static* plan at P = P0 percent, and optionally (`churn`) every
+ADV+1) at 10 / 2.5 Mb/s (`--rates`) with a *static* plan at P = P0 percent, and optionally (`churn`) every
 SELECT group's weights rewritten between the P0 and P1 plans, RATE MODIFYs a second per bridge
 over OpenFlow 1.3 (`ofchurn.py`, on each bridge's management socket): what a fixed split can
 carry, and what a weight MODIFY costs the TCP streams, without any QCN-SW dynamics. Prints the
@@ -8,6 +8,7 @@ aggregate (mean over seconds 5-30 of 30, Mb/s), the MODIFYs sent and the cell's 
 
     sudo /usr/bin/python3 mininet/experiments/static_split.py static 15 15
     sudo /usr/bin/python3 mininet/experiments/static_split.py static 15 15 --traffic adv+2
+    sudo /usr/bin/python3 mininet/experiments/static_split.py static 30 30 --rates 5/5
     sudo /usr/bin/python3 mininet/experiments/static_split.py churn 5 10 14
 """
 import argparse
@@ -21,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+import matrix  # noqa: E402
 import measure  # noqa: E402
 import ofchurn  # noqa: E402
 import traffic  # noqa: E402
@@ -53,8 +55,12 @@ def main():
     ap.add_argument("--topology", default=SPEC, help=f"fabric (default {SPEC})")
     ap.add_argument("--traffic", default="adv+1", help="pattern, as run.py's (default adv+1)")
     ap.add_argument("--seed", type=int, default=1, help="the pattern's seed (default 1)")
+    ap.add_argument("--rates", default="10/2.5",
+                    help="H/G Mb/s as matrix.py's: host and local (fat-tree up) links H, global "
+                    "(down) links G (default 10/2.5)")
     args = ap.parse_args()
-    rates = dataclasses.replace(RATES, mtu=args.mtu)
+    h, g = matrix.parse_rates(args.rates)
+    rates = dataclasses.replace(RATES, host=h, local=h, glob=g, up=h, down=g, mtu=args.mtu)
     with FabricNet(args.topology, rates, mode="static", p_minimal=args.p0) as fn:
         stop, mods = threading.Event(), [0]
         if args.how == "churn":
