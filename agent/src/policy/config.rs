@@ -183,7 +183,8 @@ pub struct PolicyConfig {
     /// false: it lifts Mininet's Dragonfly ADV cells 3–10 % (Dragonfly(2,4,2) ADV+h 1.07× →
     /// 1.17× Valiant) and costs Dragonfly(1,3,1) uniform 15 %, Dragonfly(2,3,2) hotspot 4 %,
     /// and the simulator's uniform traffic at load 1.0 2.5–3 % (mininet/README.md "The rise
-    /// asking the comparison").
+    /// asking the comparison"); with CNMs charged at the culprit's switch, +4–5 % on
+    /// Dragonfly(2,4,2)'s ADV cells and −13 % on Dragonfly(1,3,1) uniform.
     pub rise_follows_comparison: bool,
     /// The cut hold-off in drains of the port's egress buffer (fabricflow's addition; 0 = off,
     /// the published rule): after a decrease of P(p), CNMs charged to p within the time p's link
