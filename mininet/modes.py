@@ -241,6 +241,12 @@ MODES = {m.name: m for m in (
          "the minimal port",
          program="controller", agent_variant="combined",
          agent={"policy.charge_detour_cnms": False}),
+    # Each group write carries P's latest value, not its mean since the last write
+    # (weights.written_p = "latest"; mininet/README.md "The written P").
+    Mode("qcnsw-combined-latestp",
+         "qcnsw-combined writing P's latest value instead of its mean over the write interval",
+         program="controller", agent_variant="combined",
+         agent={"weights.written_p": "latest"}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",

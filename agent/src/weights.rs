@@ -12,15 +12,21 @@
 //!    weights last written (or found installed), **and**
 //! 2. the group's minimum update interval has passed since its last write.
 //!
-//! A change that passes (1) but not (2) stays *pending*: the group is written, with the weights of
-//! its latest probability, by the first [`WeightPlanner::tick`] (or probability update) at or
-//! after the interval's end — unless P has meanwhile come back to the installed weights, in which
-//! case nothing is written. The first write of a group is never delayed.
+//! A change that passes (1) but not (2) stays *pending*: the group is written by the first
+//! [`WeightPlanner::tick`] (or probability update) at or after the interval's end — unless P has
+//! meanwhile come back to the installed weights, in which case nothing is written. The first
+//! write of a group is never delayed.
+//!
+//! What a write carries (`weights.written_p`): by default P's time-weighted mean since its first
+//! change after the group's last write, so a P that swings within the interval (every CNM cuts
+//! it, every byte limit raises it) is written as the split it held on average rather than as
+//! wherever the swing stood at the interval's end; a change after a steady stretch is written
+//! as it is. `latest` writes the latest P.
 //! [`WeightPlanner::next_deadline_ns`] tells the I/O shell when to tick.
 
 mod config;
 
-pub use config::{GroupOverride, WeightsConfig};
+pub use config::{GroupOverride, WeightsConfig, WrittenP};
 
 use fabricflow_proto::select_weights::{equal_cost_weights, p_minimal_from_weights, weights_iter};
 
@@ -141,9 +147,86 @@ struct GroupState {
     candidate_ports: Vec<PortNo>,
     candidate_p: Vec<f64>,
     last_write_ns: Option<u64>,
+    /// The earliest time of the next write (`None`: at once, as before the first write).
+    due_ns: Option<u64>,
     /// The planner's write sequence number of this group's last write (0: never written).
     written_seq: u64,
     pending: bool,
+    /// `written_p = interval-mean`: per probability (minimal, then candidates) Σ P·ns over
+    /// [`window_start_ns`, `p_since_ns`]. The window opens at P's first change after a write
+    /// (`None` until then), so a change after a steady stretch is written as it is, at once
+    /// if the interval allows, and only a swing within the interval is averaged.
+    p_integral: Vec<f64>,
+    window_start_ns: Option<u64>,
+    p_since_ns: u64,
+}
+
+impl GroupState {
+    /// The group's probability `k` (0: the minimal port's, then the candidates').
+    fn latest_p(&self, k: usize) -> f64 {
+        match k.checked_sub(1) {
+            None => self.p_percent,
+            Some(c) => self.candidate_p.get(c).copied().unwrap_or(P_MAX_PERCENT),
+        }
+    }
+
+    /// Adds the probabilities in force since the last update, up to `now_ns`, to the window's
+    /// integrals. With `opening`, a change of P is about to happen: a closed window opens at
+    /// `now_ns` (P was steady since the last write, so the stretch before does not count).
+    fn accumulate(&mut self, now_ns: u64, opening: bool) {
+        if self.window_start_ns.is_none() {
+            if opening {
+                self.window_start_ns = Some(now_ns);
+                self.p_since_ns = now_ns;
+            }
+            return;
+        }
+        #[allow(clippy::cast_precision_loss)] // ns spans far below 2^52
+        let dt = now_ns.saturating_sub(self.p_since_ns) as f64;
+        self.p_integral.resize(self.candidate_p.len() + 1, 0.0);
+        for k in 0..self.p_integral.len() {
+            let p = self.latest_p(k);
+            if let Some(acc) = self.p_integral.get_mut(k) {
+                *acc += p * dt;
+            }
+        }
+        self.p_since_ns = self.p_since_ns.max(now_ns);
+    }
+
+    /// Probability `k` as a write now carries it: the latest, or its mean over the window
+    /// (accumulated up to now); the latest when the window is empty.
+    fn written_p(&self, k: usize, mode: WrittenP) -> f64 {
+        let latest = self.latest_p(k);
+        let Some(start) = self
+            .window_start_ns
+            .filter(|_| mode == WrittenP::IntervalMean)
+        else {
+            return latest;
+        };
+        let span = self.p_since_ns.saturating_sub(start);
+        match self.p_integral.get(k) {
+            #[allow(clippy::cast_precision_loss)] // ns spans far below 2^52
+            Some(&acc) if span > 0 => (acc / span as f64).clamp(0.0, P_MAX_PERCENT),
+            _ => latest,
+        }
+    }
+
+    /// Closes the averaging window: the next one opens at P's next change.
+    fn restart_window(&mut self) {
+        self.p_integral.iter_mut().for_each(|a| *a = 0.0);
+        self.window_start_ns = None;
+    }
+
+    /// The weights of the probabilities as `mode` writes them.
+    fn weights(&self, mode: WrittenP) -> Vec<u16> {
+        if self.dp.equal_cost {
+            let ps: Vec<f64> = (0..=self.dp.n_nonminimal)
+                .map(|k| self.written_p(k, mode))
+                .collect();
+            return equal_cost_weights(&ps);
+        }
+        weights_iter(self.written_p(0, mode), self.dp.n_nonminimal).collect()
+    }
 }
 
 /// Decides, per group, when to write new weights, and is the one record of the weights the
@@ -181,6 +264,7 @@ impl WeightPlanner {
             g.interval_ns = self
                 .cfg
                 .min_update_interval_ns(g.dp.group_id, self.links.get(g.dp.minimal_port));
+            g.due_ns = g.last_write_ns.map(|t| t.saturating_add(g.interval_ns));
         }
     }
 
@@ -222,8 +306,12 @@ impl WeightPlanner {
             candidate_ports: Vec::new(),
             candidate_p: Vec::new(),
             last_write_ns,
+            due_ns: last_write_ns.map(|t| t.saturating_add(interval_ns)),
             written_seq,
             pending: false,
+            p_integral: Vec::new(),
+            window_start_ns: None,
+            p_since_ns: 0,
         };
         match prev.and_then(|i| self.groups.get_mut(i)) {
             Some(slot) => *slot = state,
@@ -258,6 +346,8 @@ impl WeightPlanner {
         }
         g.candidate_ports = candidates.to_vec();
         g.candidate_p = vec![P_MAX_PERCENT; candidates.len()];
+        // The window's integrals belonged to the probabilities just reset.
+        g.restart_window();
         Ok(())
     }
 
@@ -281,29 +371,43 @@ impl WeightPlanner {
         now_ns: u64,
         out: &mut Vec<GroupWrite>,
     ) {
-        let min_change = self.cfg.min_change_quanta;
+        let mean = self.cfg.written_p == WrittenP::IntervalMean;
         for g in &mut self.groups {
-            let mut hit = g.dp.minimal_port == port;
-            if hit {
+            let hit = g.dp.minimal_port == port || g.candidate_ports.contains(&port);
+            if !hit {
+                continue;
+            }
+            if mean {
+                // The old probabilities held until now; a report of the same P opens no window.
+                let changes = (0..=g.candidate_p.len()).any(|k| {
+                    let steered = match k.checked_sub(1) {
+                        None => g.dp.minimal_port == port,
+                        Some(c) => g.candidate_ports.get(c) == Some(&port),
+                    };
+                    steered && g.latest_p(k) != p_percent
+                });
+                g.accumulate(now_ns, changes);
+            }
+            if g.dp.minimal_port == port {
                 g.p_percent = p_percent;
             }
             for (c, p) in g.candidate_ports.iter().zip(g.candidate_p.iter_mut()) {
                 if *c == port {
                     *p = p_percent;
-                    hit = true;
                 }
             }
-            if hit {
-                evaluate(g, min_change, now_ns, &mut self.seq, out);
-            }
+            evaluate(g, &self.cfg, now_ns, &mut self.seq, out);
         }
     }
 
     /// Flushes pending changes whose interval has expired, appending the writes to `out`.
     pub fn tick(&mut self, now_ns: u64, out: &mut Vec<GroupWrite>) {
-        let min_change = self.cfg.min_change_quanta;
+        let mean = self.cfg.written_p == WrittenP::IntervalMean;
         for g in self.groups.iter_mut().filter(|g| g.pending) {
-            evaluate(g, min_change, now_ns, &mut self.seq, out);
+            if mean {
+                g.accumulate(now_ns, false);
+            }
+            evaluate(g, &self.cfg, now_ns, &mut self.seq, out);
         }
     }
 
@@ -312,10 +416,7 @@ impl WeightPlanner {
         self.groups
             .iter()
             .filter(|g| g.pending)
-            .map(|g| {
-                g.last_write_ns
-                    .map_or(0, |t| t.saturating_add(g.interval_ns))
-            })
+            .map(|g| g.due_ns.unwrap_or(0))
             .min()
     }
 
@@ -354,55 +455,56 @@ fn max_move(a: impl Iterator<Item = u16>, b: &[u16]) -> u16 {
     a.zip(b).map(|(x, &y)| x.abs_diff(y)).max().unwrap_or(0)
 }
 
+/// Writes group `g` if its weights moved and its interval has passed, else notes it pending.
 fn evaluate(
     g: &mut GroupState,
-    min_change: u16,
+    cfg: &WeightsConfig,
     now_ns: u64,
     seq: &mut u64,
     out: &mut Vec<GroupWrite>,
 ) {
-    if g.dp.equal_cost {
-        let mut ps = Vec::with_capacity(g.dp.n_nonminimal + 1);
-        ps.push(g.p_percent);
-        ps.extend(g.candidate_p.iter().copied());
-        ps.resize(g.dp.n_nonminimal + 1, P_MAX_PERCENT);
-        let desired = equal_cost_weights(&ps);
-        return write_if_due(g, desired.iter().copied(), min_change, now_ns, seq, out);
+    let min_change = cfg.min_change_quanta;
+    if !g.dp.equal_cost && cfg.written_p == WrittenP::Latest {
+        // Called on every change of P (the simulator: every few packets), so the common case, no
+        // quantum moved, allocates nothing.
+        let desired = weights_iter(g.p_percent, g.dp.n_nonminimal);
+        if max_move(desired, &g.installed) < min_change {
+            g.pending = false;
+            return;
+        }
     }
-    // Called on every change of P (the simulator: every few packets), so the common case, no
-    // quantum moved, allocates nothing.
-    let desired = weights_iter(g.p_percent, g.dp.n_nonminimal);
-    write_if_due(g, desired, min_change, now_ns, seq, out);
-}
-
-fn write_if_due(
-    g: &mut GroupState,
-    desired: impl Iterator<Item = u16> + Clone,
-    min_change: u16,
-    now_ns: u64,
-    seq: &mut u64,
-    out: &mut Vec<GroupWrite>,
-) {
-    if max_move(desired.clone(), &g.installed) < min_change {
-        // Back within a quantum of what the switch has: nothing to write, nothing pending.
-        g.pending = false;
+    let desired = g.weights(cfg.written_p);
+    let moved = max_move(desired.iter().copied(), &g.installed) >= min_change;
+    // The latest P away from the switch's keeps the group pending although the mean is not
+    // (yet): the mean follows it as time passes.
+    let latest_moved = |g: &GroupState| match cfg.written_p {
+        WrittenP::Latest => moved,
+        WrittenP::IntervalMean => {
+            max_move(g.weights(WrittenP::Latest).into_iter(), &g.installed) >= min_change
+        }
+    };
+    let due = g.due_ns.is_none_or(|t| now_ns >= t);
+    if !moved {
+        // Within a quantum of what the switch has.
+        g.pending = latest_moved(g);
+        if g.pending && due {
+            // The interval behind matched the switch: look again one interval on.
+            g.restart_window();
+            g.due_ns = Some(now_ns.saturating_add(g.interval_ns));
+        }
         return;
     }
-    // (`Option::is_none_or` would need Rust 1.82; the workspace's MSRV is 1.80.)
-    let due = match g.last_write_ns {
-        None => true,
-        Some(t) => now_ns.saturating_sub(t) >= g.interval_ns,
-    };
     if !due {
         g.pending = true;
         return;
     }
-    let desired: Vec<u16> = desired.collect();
     g.installed.clone_from(&desired);
     g.last_write_ns = Some(now_ns);
+    g.due_ns = Some(now_ns.saturating_add(g.interval_ns));
     *seq += 1;
     g.written_seq = *seq;
-    g.pending = false;
+    g.restart_window();
+    g.pending = cfg.written_p == WrittenP::IntervalMean && latest_moved(g);
     out.push(GroupWrite {
         group_id: g.dp.group_id,
         weights: desired,
@@ -420,6 +522,7 @@ mod tests {
         let cfg = WeightsConfig {
             min_update_interval_line_bytes: interval_us * 1_250,
             min_update_interval_buffer_drains: 0.0,
+            written_p: WrittenP::Latest,
             ..WeightsConfig::default()
         };
         let mut p = WeightPlanner::new(cfg).unwrap();
@@ -526,6 +629,116 @@ mod tests {
         out.clear();
         p.on_probability(5, 20.0, 25 * MS, &mut out);
         assert_eq!(out.len(), 1);
+    }
+
+    fn mean_planner(interval_us: u64) -> WeightPlanner {
+        let cfg = WeightsConfig {
+            min_update_interval_line_bytes: interval_us * 1_250,
+            min_update_interval_buffer_drains: 0.0,
+            written_p: WrittenP::IntervalMean,
+            ..WeightsConfig::default()
+        };
+        let mut p = WeightPlanner::new(cfg).unwrap();
+        p.add_group(
+            DecisionPoint {
+                group_id: 1005,
+                minimal_port: 5,
+                n_nonminimal: 3,
+                equal_cost: false,
+            },
+            None,
+        )
+        .unwrap();
+        p
+    }
+
+    #[test]
+    fn interval_mean_writes_the_swings_mean_not_its_last_sample() {
+        let mut latest = planner(10_000); // 10 ms
+        let mut mean = mean_planner(10_000);
+        let (mut out_l, mut out_m) = (Vec::new(), Vec::new());
+        // The first write has no interval behind it: both write the latest P.
+        latest.on_probability(5, 100.0 - 0.5, 0, &mut out_l);
+        mean.on_probability(5, 100.0 - 0.5, 0, &mut out_m);
+        assert_eq!(out_l, out_m);
+        assert_eq!(out_m.len(), 1);
+        // P swings every ms between 10 % and 90 % (mean 50 %), ending on 10 % at 9 ms.
+        out_l.clear();
+        out_m.clear();
+        for ms in 1..10 {
+            let p = if ms % 2 == 1 { 90.0 } else { 10.0 };
+            let p = if ms == 9 { 10.0 } else { p };
+            latest.on_probability(5, p, ms * MS, &mut out_l);
+            mean.on_probability(5, p, ms * MS, &mut out_m);
+        }
+        assert!(out_l.is_empty() && out_m.is_empty(), "within the interval");
+        latest.tick(10 * MS, &mut out_l);
+        mean.tick(10 * MS, &mut out_m);
+        assert_eq!(
+            out_l.first().map(|w| w.weights.clone()),
+            Some(weights(10.0, 3))
+        );
+        // The window opens at the first change after the write (1 ms): [1,2) 90, [2,3) 10, …
+        // [8,9) 10, [9,10) 10.
+        let m = (4.0 * 90.0 + 5.0 * 10.0) / 9.0;
+        assert_eq!(
+            out_m.first().map(|w| w.weights.clone()),
+            Some(weights(m, 3))
+        );
+        // P stays at 10 %: the mean group is still pending and writes 10 % one interval on.
+        assert!(mean.is_pending(1005));
+        assert!(!latest.is_pending(1005));
+        assert_eq!(mean.next_deadline_ns(), Some(20 * MS));
+        out_m.clear();
+        mean.tick(20 * MS, &mut out_m);
+        assert_eq!(
+            out_m.first().map(|w| w.weights.clone()),
+            Some(weights(10.0, 3))
+        );
+        assert!(!mean.is_pending(1005));
+        assert_eq!(mean.next_deadline_ns(), None);
+    }
+
+    #[test]
+    fn interval_mean_matching_the_switch_writes_nothing_and_looks_again() {
+        let mut p = mean_planner(10_000);
+        let mut out = Vec::new();
+        p.on_probability(5, 50.0, 0, &mut out);
+        assert_eq!(out.len(), 1);
+        out.clear();
+        // 20 % for 4 ms, then 80 % for 4 ms: the mean is 50 %.
+        p.on_probability(5, 20.0, 2 * MS, &mut out);
+        p.on_probability(5, 80.0, 6 * MS, &mut out);
+        p.tick(10 * MS, &mut out);
+        assert!(out.is_empty(), "the mean equals the installed split");
+        // The latest P (80 %) still differs: pending, checked one interval later, not at once.
+        assert!(p.is_pending(1005));
+        assert_eq!(p.next_deadline_ns(), Some(20 * MS));
+        p.tick(19 * MS, &mut out);
+        assert!(out.is_empty());
+        p.tick(20 * MS, &mut out);
+        assert_eq!(
+            out.first().map(|w| w.weights.clone()),
+            Some(weights(80.0, 3))
+        );
+    }
+
+    #[test]
+    fn interval_mean_writes_a_change_after_a_steady_stretch_at_once() {
+        let mut p = mean_planner(10_000);
+        let mut out = Vec::new();
+        p.on_probability(5, 50.0, 0, &mut out);
+        // A report of the same P opens no window: P was 50 % since the write.
+        p.on_probability(5, 50.0, 40 * MS, &mut out);
+        out.clear();
+        // Long after the interval, P drops: the write is immediate and carries the new P, not
+        // a mean dragged towards the 50 % it held before.
+        p.on_probability(5, 20.0, 100 * MS, &mut out);
+        assert_eq!(
+            out.first().map(|w| w.weights.clone()),
+            Some(weights(20.0, 3))
+        );
+        assert!(!p.is_pending(1005));
     }
 
     #[test]

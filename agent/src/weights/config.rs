@@ -27,8 +27,28 @@ pub struct WeightsConfig {
     /// A write is considered only when some bucket weight moves by at least this many quanta
     /// (1/255 each). Default 1: any change OVS can represent.
     pub min_change_quanta: u16,
+    /// Which probability a write carries: P's time-weighted mean since the group's last write,
+    /// or the latest P. Default `interval-mean` (mininet/README.md "The written P").
+    pub written_p: WrittenP,
     /// Per-group fixed intervals, overriding the two above.
     pub group_overrides: Vec<GroupOverride>,
+}
+
+/// The probability a group write carries (`weights.written_p`).
+///
+/// P moves on every CNM and every byte limit, far faster than a group may be rewritten; the
+/// latest value is one sample of that swing, so successive writes can jump between P's floor
+/// and 100 % although the swing's mean stays put. The mean over the interval is the share the
+/// policy asked for during it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WrittenP {
+    /// The probability at the moment of the write.
+    Latest,
+    /// The time-weighted mean of P since the last write (the latest P for a group's first
+    /// write, which has no interval behind it).
+    #[default]
+    IntervalMean,
 }
 
 impl Default for WeightsConfig {
@@ -38,6 +58,7 @@ impl Default for WeightsConfig {
             min_update_interval_buffer_drains: 24.0,
             min_update_interval_floor_us: 0,
             min_change_quanta: 1,
+            written_p: WrittenP::IntervalMean,
             group_overrides: vec![],
         }
     }
