@@ -519,10 +519,18 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn planner(interval_us: u64) -> WeightPlanner {
+        planner_writing(interval_us, WrittenP::Latest)
+    }
+
+    fn mean_planner(interval_us: u64) -> WeightPlanner {
+        planner_writing(interval_us, WrittenP::IntervalMean)
+    }
+
+    fn planner_writing(interval_us: u64, written_p: WrittenP) -> WeightPlanner {
         let cfg = WeightsConfig {
             min_update_interval_line_bytes: interval_us * 1_250,
             min_update_interval_buffer_drains: 0.0,
-            written_p: WrittenP::Latest,
+            written_p,
             ..WeightsConfig::default()
         };
         let mut p = WeightPlanner::new(cfg).unwrap();
@@ -629,27 +637,6 @@ mod tests {
         out.clear();
         p.on_probability(5, 20.0, 25 * MS, &mut out);
         assert_eq!(out.len(), 1);
-    }
-
-    fn mean_planner(interval_us: u64) -> WeightPlanner {
-        let cfg = WeightsConfig {
-            min_update_interval_line_bytes: interval_us * 1_250,
-            min_update_interval_buffer_drains: 0.0,
-            written_p: WrittenP::IntervalMean,
-            ..WeightsConfig::default()
-        };
-        let mut p = WeightPlanner::new(cfg).unwrap();
-        p.add_group(
-            DecisionPoint {
-                group_id: 1005,
-                minimal_port: 5,
-                n_nonminimal: 3,
-                equal_cost: false,
-            },
-            None,
-        )
-        .unwrap();
-        p
     }
 
     #[test]
