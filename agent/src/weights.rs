@@ -217,6 +217,17 @@ impl GroupState {
         self.window_start_ns = None;
     }
 
+    /// Whether the weights `mode` would write move some bucket by `min_change` quanta against
+    /// the switch's. Called on every change of P (the simulator: every few packets), so a
+    /// group that is not equal-cost allocates nothing.
+    fn moves(&self, mode: WrittenP, min_change: u16) -> bool {
+        if self.dp.equal_cost {
+            return max_move(self.weights(mode).into_iter(), &self.installed) >= min_change;
+        }
+        let desired = weights_iter(self.written_p(0, mode), self.dp.n_nonminimal);
+        max_move(desired, &self.installed) >= min_change
+    }
+
     /// The weights of the probabilities as `mode` writes them.
     fn weights(&self, mode: WrittenP) -> Vec<u16> {
         if self.dp.equal_cost {
@@ -379,13 +390,11 @@ impl WeightPlanner {
             }
             if mean {
                 // The old probabilities held until now; a report of the same P opens no window.
-                let changes = (0..=g.candidate_p.len()).any(|k| {
-                    let steered = match k.checked_sub(1) {
-                        None => g.dp.minimal_port == port,
-                        Some(c) => g.candidate_ports.get(c) == Some(&port),
-                    };
-                    steered && g.latest_p(k) != p_percent
-                });
+                let changes = (g.dp.minimal_port == port && g.p_percent != p_percent)
+                    || g.candidate_ports
+                        .iter()
+                        .zip(&g.candidate_p)
+                        .any(|(&c, &p)| c == port && p != p_percent);
                 g.accumulate(now_ns, changes);
             }
             if g.dp.minimal_port == port {
@@ -464,24 +473,11 @@ fn evaluate(
     out: &mut Vec<GroupWrite>,
 ) {
     let min_change = cfg.min_change_quanta;
-    if !g.dp.equal_cost && cfg.written_p == WrittenP::Latest {
-        // Called on every change of P (the simulator: every few packets), so the common case, no
-        // quantum moved, allocates nothing.
-        let desired = weights_iter(g.p_percent, g.dp.n_nonminimal);
-        if max_move(desired, &g.installed) < min_change {
-            g.pending = false;
-            return;
-        }
-    }
-    let desired = g.weights(cfg.written_p);
-    let moved = max_move(desired.iter().copied(), &g.installed) >= min_change;
-    // The latest P away from the switch's keeps the group pending although the mean is not
-    // (yet): the mean follows it as time passes.
-    let latest_moved = |g: &GroupState| match cfg.written_p {
-        WrittenP::Latest => moved,
-        WrittenP::IntervalMean => {
-            max_move(g.weights(WrittenP::Latest).into_iter(), &g.installed) >= min_change
-        }
+    let moved = g.moves(cfg.written_p, min_change);
+    // With the mean, the latest P away from the switch's keeps the group pending although the
+    // mean is not (yet): the mean follows it as time passes.
+    let latest_moved = |g: &GroupState| {
+        cfg.written_p == WrittenP::IntervalMean && g.moves(WrittenP::Latest, min_change)
     };
     let due = g.due_ns.is_none_or(|t| now_ns >= t);
     if !moved {
@@ -498,13 +494,14 @@ fn evaluate(
         g.pending = true;
         return;
     }
+    let desired = g.weights(cfg.written_p);
     g.installed.clone_from(&desired);
     g.last_write_ns = Some(now_ns);
     g.due_ns = Some(now_ns.saturating_add(g.interval_ns));
     *seq += 1;
     g.written_seq = *seq;
     g.restart_window();
-    g.pending = cfg.written_p == WrittenP::IntervalMean && latest_moved(g);
+    g.pending = latest_moved(g);
     out.push(GroupWrite {
         group_id: g.dp.group_id,
         weights: desired,
