@@ -656,6 +656,24 @@ class FabricNet:
                 row[key] += int(metric_sum(m, name, switch=br))
         return out
 
+    def agent_policy_events(self):
+        """{event: count} of the agent's policy events (P's decreases and increases, and the
+        CNMs and increases that left P as it was) summed over the switches, from /metrics, or
+        None without an agent."""
+        if not self.agent_variant:
+            return None
+        try:
+            m = self.agent_metrics()
+        except OSError:
+            return None
+        out = {}
+        for (name, labels), v in m.items():
+            if name == "fabricflow_agent_policy_events_total":
+                ev = dict(labels).get("event")
+                if ev:
+                    out[ev] = out.get(ev, 0) + int(v)
+        return out
+
     # ---- port-stall telemetry --------------------------------------------------------------
     def start_port_stats(self, csv_path, interval_ms=100, poll_us=PORT_STATS_POLL_US):
         """Starts `fabricflow-agent port-stats` on every switch port (roles and rates from the

@@ -247,6 +247,19 @@ MODES = {m.name: m for m in (
          "qcnsw-combined writing P's latest value instead of its mean over the write interval",
          program="controller", agent_variant="combined",
          agent={"weights.written_p": "latest"}),
+    # The yield comparison: cuts held while the minimal choice delivers at least its weight's
+    # share of the decision points' octets, increases withheld while it delivers less
+    # (policy.yield_comparison).
+    Mode("qcnsw-combined-yield",
+         "qcnsw-combined with the yield comparison (delivered octets per unit of weight gate "
+         "the cuts and the increases)",
+         program="controller", agent_variant="combined",
+         agent={"policy.yield_comparison": True}),
+    Mode("qcnsw-combined-yield0",
+         "qcnsw-combined-yield without a dead band, over half the window",
+         program="controller", agent_variant="combined",
+         agent={"policy.yield_comparison": True, "policy.yield_band": 0.0,
+                "policy.yield_window_line_bytes": 200_000}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",

@@ -58,6 +58,8 @@ class RunResult:
     # FabricNet.throttle_totals(): the hosts' throttlers (CNMs charged, IRD raises/lowers,
     # highest IRD, rate writes); None without throttlers.
     throttle: dict | None = None
+    # FabricNet.agent_policy_events(): event -> count over the switches; None without an agent.
+    policy_events: dict | None = None
     # TCP retransmissions summed over the flows' senders (measure.client_retransmits); None if
     # no client reported them.
     tcp_retransmits: int | None = None
@@ -80,7 +82,7 @@ class RunResult:
                     cnms_generated=self.cnms_generated, group_modifies=self.group_modifies,
                     ovs_send_error_lines=self.ovs_send_error_lines, cpu_percent=self.cpu_percent,
                     port_stats=self.port_stats, throttle=self.throttle,
-                    tcp_retransmits=self.tcp_retransmits,
+                    policy_events=self.policy_events, tcp_retransmits=self.tcp_retransmits,
                     per_flow_mbps={k: round(v, 4) for k, v in self.per_flow_mbps.items()})
 
 

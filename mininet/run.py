@@ -117,6 +117,10 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
             print("   CNMs by level (generated/charged/relayed): "
                   + ", ".join(f"{lv}: {r['generated']}/{r['charged']}/{r['relayed']}"
                               for lv, r in sorted(cnms_by_level.items())), flush=True)
+        policy_events = fn.agent_policy_events()
+        if policy_events:
+            print("   policy events: " + ", ".join(f"{k} {v}" for k, v in
+                                                  sorted(policy_events.items())), flush=True)
         g0_global = measure.global_tx_mbytes(fn, group0)
         timings = dict(fn.timings)
         settings = fn.settings()
@@ -168,6 +172,7 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
         mode=mode.name, rep=rep, seed=seed, flows=flows, per_flow_mbps=per_flow,
         agg_series=sorted(agg.items()), errors=errors, timings=timings,
         cnms_generated=cnms, group_modifies=mods, ovs_send_error_lines=send_errors,
+        policy_events=policy_events,
         group0_switches=group0, group0_accepted_mbps=g0, group0_global_tx_mbytes=g0_global,
         p_samples=p_series,
         # Median P over the steady window per (group-0 switch, port): where QCN-SW settled.

@@ -255,6 +255,9 @@ pub enum RoleState {
     Rejected,
 }
 
+/// A request the session tracks, and how to build it for an xid.
+type Request = (Pending, fn(u32) -> Message);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pending {
     Role,
@@ -315,6 +318,8 @@ pub struct SessionStatus {
     pub fb_avg: f64,
     /// Counters.
     pub counters: SessionCounters,
+    /// The policy's counters: how P moved, and the events that left it as it was.
+    pub policy: crate::policy::Counters,
     /// Per port, transmit totals and rate from OFPMP_PORT_STATS, Δt from the switch's own
     /// `duration` fields (crate::port_stats).
     pub port_rates: BTreeMap<PortNo, crate::port_stats::OfPortRate>,
@@ -361,8 +366,10 @@ pub struct Session {
     tx_bytes: HashMap<PortNo, u64>,
     /// Transmit totals and rates per port (telemetry; kept across reconnects).
     port_rates: BTreeMap<PortNo, crate::port_stats::OfPortRate>,
-    /// Last bucket-0 byte count read per decision point.
-    bucket_bytes: HashMap<u32, u64>,
+    /// Last byte counts read per decision point: its minimal choice's, and all its buckets'.
+    bucket_bytes: HashMap<u32, (u64, u64)>,
+    /// The weights a decision point held before the write a `GroupStatsBeforeWrite` precedes.
+    weights_before_write: HashMap<u32, Vec<u16>>,
     /// Decision points whose counters a MODIFY zeroed after the last read.
     bucket_zeroed: BTreeSet<u32>,
     ports: BTreeMap<PortNo, PortInfo>,
@@ -407,6 +414,7 @@ impl Session {
             tx_bytes: HashMap::new(),
             port_rates: BTreeMap::new(),
             bucket_bytes: HashMap::new(),
+            weights_before_write: HashMap::new(),
             bucket_zeroed: BTreeSet::new(),
             ports: BTreeMap::new(),
             datapath_id: None,
@@ -476,6 +484,7 @@ impl Session {
         self.round = None;
         self.tx_bytes.clear();
         self.bucket_bytes.clear();
+        self.weights_before_write.clear();
         self.bucket_zeroed.clear();
         self.barriers.clear();
         self.role = RoleState::Unknown;
@@ -612,20 +621,26 @@ impl Session {
         }
         if now_ns >= self.next_stats_ns {
             self.next_stats_ns = now_ns.saturating_add(self.cfg.port_stats_period_ns);
-            let (kind, build): (Pending, fn(u32) -> Message) = match self.cfg.byte_counter {
-                ByteCounter::Port => (Pending::PortStats, |x| {
-                    Message::port_stats_request(x, OFPP_ANY)
-                }),
-                ByteCounter::MinimalBucket => (Pending::GroupStats, |x| {
-                    Message::group_stats_request(x, OFPG_ALL)
-                }),
+            let yields = self.core.policy().config().yield_comparison;
+            let (ports, groups) = match self.cfg.byte_counter {
+                ByteCounter::Port => (true, yields),
+                ByteCounter::MinimalBucket => (false, true),
             };
-            let in_flight = self
-                .channel
-                .as_ref()
-                .is_some_and(|c| c.is_pending(|p| *p == kind));
-            if self.core.plan().is_some() && !in_flight {
-                self.request(kind, build);
+            let port_stats: Request = (Pending::PortStats, |x| {
+                Message::port_stats_request(x, OFPP_ANY)
+            });
+            let group_stats: Request = (Pending::GroupStats, |x| {
+                Message::group_stats_request(x, OFPG_ALL)
+            });
+            let polls = [ports.then_some(port_stats), groups.then_some(group_stats)];
+            for (kind, build) in polls.into_iter().flatten() {
+                let in_flight = self
+                    .channel
+                    .as_ref()
+                    .is_some_and(|c| c.is_pending(|p| *p == kind));
+                if self.core.plan().is_some() && !in_flight {
+                    self.request(kind, build);
+                }
             }
         }
         if now_ns >= self.next_refresh_ns {
@@ -842,32 +857,51 @@ impl Session {
     /// epoch exactly and the next read counts from zero.
     fn on_group_stats(&mut self, stats: &[GroupStats], before_write: Option<u32>, now_ns: u64) {
         self.counters.group_stats_replies += 1;
+        let minimal_bucket = self.cfg.byte_counter == ByteCounter::MinimalBucket;
+        let yields = self.core.policy().config().yield_comparison;
         for s in stats {
-            let Some((port, Some(now_bytes))) = self
+            let Some((port, Some(now_min), weights)) = self
                 .core
                 .plan()
                 .and_then(|p| p.groups.get(&s.group_id))
-                .map(|g| (g.dp.minimal_port, g.minimal_bytes(&s.bucket_stats)))
+                .map(|g| {
+                    (
+                        g.dp.minimal_port,
+                        g.minimal_bytes(&s.bucket_stats),
+                        g.weights(),
+                    )
+                })
             else {
                 continue;
             };
+            let now_total: u64 = s.bucket_stats.iter().map(|c| c.byte_count).sum();
             let prev = if self.bucket_zeroed.remove(&s.group_id) {
-                Some(0)
+                Some((0, 0))
             } else {
                 self.bucket_bytes.get(&s.group_id).copied()
             };
-            self.bucket_bytes.insert(s.group_id, now_bytes);
+            self.bucket_bytes.insert(s.group_id, (now_min, now_total));
+            let mut weights = weights;
             if before_write == Some(s.group_id) {
                 self.bucket_zeroed.insert(s.group_id);
+                if let Some(w) = self.weights_before_write.remove(&s.group_id) {
+                    weights = w;
+                }
             }
             // A counter that went backwards (group re-created) restarts from zero.
-            let bytes = match prev {
-                Some(p) if now_bytes >= p => now_bytes - p,
-                Some(_) => now_bytes,
+            let delta = |prev: Option<u64>, now: u64| match prev {
+                Some(p) if now >= p => now - p,
+                Some(_) => now,
                 None => 0,
             };
-            if bytes > 0 {
+            let bytes = delta(prev.map(|p| p.0), now_min);
+            let total = delta(prev.map(|p| p.1), now_total);
+            if minimal_bucket && bytes > 0 {
                 self.core.on_bytes(port, bytes, now_ns);
+            }
+            if yields && total > 0 {
+                self.core
+                    .on_group_bytes(s.group_id, bytes, total, &weights, now_ns);
             }
         }
     }
@@ -1009,6 +1043,11 @@ impl Session {
         }
         let mut answered = Vec::new();
         while let Some(TimedWrite { write: w, cnm_ns }) = self.core.poll_timed_write() {
+            let before = self
+                .core
+                .plan()
+                .and_then(|p| p.groups.get(&w.group_id))
+                .map(|g| g.weights());
             let buckets = match self.core.write_buckets(&w) {
                 Some(Ok(b)) => b,
                 Some(Err(e)) => {
@@ -1019,7 +1058,12 @@ impl Session {
             };
             self.counters.group_mods_sent += 1;
             let group_id = w.group_id;
-            if self.cfg.byte_counter == ByteCounter::MinimalBucket {
+            if self.cfg.byte_counter == ByteCounter::MinimalBucket
+                || self.core.policy().config().yield_comparison
+            {
+                if let Some(b) = before {
+                    self.weights_before_write.insert(group_id, b);
+                }
                 self.request(Pending::GroupStatsBeforeWrite(group_id), |x| {
                     Message::group_stats_request(x, group_id)
                 });
@@ -1165,6 +1209,7 @@ impl Session {
             counters: self.counters(),
             port_rates: self.port_rates.clone(),
             cnm_to_group_mod_confirmed: self.confirmed,
+            policy: *self.policy().counters(),
         }
     }
 }

@@ -518,6 +518,42 @@ impl SwitchCore {
         self.feed(Event::BytesSent { port, bytes }, now_ns);
     }
 
+    /// Decision point `group_id` sent `minimal_bytes` of `total_bytes` octets through its minimal
+    /// choice since its previous report (its bucket counters), while `weights` (bucket order,
+    /// padding last) were installed: the yield comparison's input
+    /// ([`Event::DecisionBytes`]). Equal-cost groups and unknown groups are skipped.
+    pub fn on_group_bytes(
+        &mut self,
+        group_id: u32,
+        minimal_bytes: u64,
+        total_bytes: u64,
+        weights: &[u16],
+        now_ns: u64,
+    ) {
+        let Some(dp) = self
+            .weights
+            .groups()
+            .find(|d| d.group_id == group_id)
+            .copied()
+        else {
+            return;
+        };
+        let sum: u64 = weights.iter().map(|&w| u64::from(w)).sum();
+        let (Some(&w0), false, true) = (weights.first(), dp.equal_cost, sum > 0) else {
+            return;
+        };
+        let expected = u128::from(total_bytes) * u128::from(w0) / u128::from(sum);
+        self.feed(
+            Event::DecisionBytes {
+                port: dp.minimal_port,
+                minimal_bytes,
+                total_bytes,
+                expected_minimal_bytes: u64::try_from(expected).unwrap_or(u64::MAX),
+            },
+            now_ns,
+        );
+    }
+
     /// The policy's periodic tick (idle-port increase timer) and due pending writes.
     pub fn on_tick(&mut self, now_ns: u64) {
         if !self.frozen {

@@ -205,6 +205,22 @@ pub struct PolicyConfig {
     /// the culprit's; the simulator delivers every CNM to the culprit's switch
     /// (mininet/README.md "CNMs charged at the culprit's switch" has the measured cells).
     pub cnm_at_culprit_switch: bool,
+    /// The yield comparison (fabricflow's addition, off by default): a decision point's
+    /// octets through its minimal choice against what its installed weights would give it if
+    /// every path delivered alike ([`Event::DecisionBytes`](super::Event::DecisionBytes),
+    /// from the groups' bucket counters), summed per minimal port over a window. Where TCP
+    /// keeps every queue full, the CP's Fb says that a port is used, not whether it carries
+    /// more than its share; the delivered octets per unit of weight say which path gives each
+    /// stream more. A ratio at or above `1 + yield_band` holds the port's cuts (its streams do
+    /// at least as well as the detours'), one at or below `1 − yield_band` withholds its
+    /// increases; in between, and without a fresh ratio from a window in which both the minimal
+    /// and the other choices carried octets, P moves as without it.
+    pub yield_comparison: bool,
+    /// The yield comparison's window, octets of the port's line time; a ratio stays fresh for
+    /// two windows.
+    pub yield_window_line_bytes: u64,
+    /// The yield comparison's dead band around 1 (a fraction).
+    pub yield_band: f64,
     /// DRB's constants (`[policy.drb]`), used when `kind = "drb"`.
     pub drb: DrbConfig,
 }
@@ -291,6 +307,9 @@ impl PolicyConfig {
             rise_follows_comparison: false,
             cut_holdoff_buffer_drains: 0.0,
             cnm_at_culprit_switch: false,
+            yield_comparison: false,
+            yield_window_line_bytes: 400_000,
+            yield_band: 0.1,
             kind: PolicyKind::QcnSw,
             drb: DrbConfig::default(),
         }
@@ -396,6 +415,18 @@ impl PolicyConfig {
             "policy.fbcomp_nonminimal_factor",
             self.fbcomp_nonminimal_factor,
             "1 ≤ factor ≤ 8",
+        )?;
+        check(
+            self.yield_window_line_bytes > 0,
+            "policy.yield_window_line_bytes",
+            as_f64(self.yield_window_line_bytes),
+            "> 0",
+        )?;
+        check(
+            self.yield_band.is_finite() && (0.0..1.0).contains(&self.yield_band),
+            "policy.yield_band",
+            self.yield_band,
+            "0 ≤ band < 1",
         )?;
         self.drb.validate()?;
         if let Some(t) = self.increase_timer_line_bytes {

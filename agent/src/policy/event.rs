@@ -49,6 +49,20 @@ pub enum Event {
         /// Octets sent.
         bytes: u64,
     },
+    /// Octets this switch's decision points with minimal port `port` sent since their previous
+    /// report (the groups' bucket counters): `minimal_bytes` through the minimal choice of
+    /// `total_bytes` in all, where their installed weights expected `expected_minimal_bytes`.
+    /// Feeds the yield comparison (`yield_comparison`).
+    DecisionBytes {
+        /// The decision points' minimal port.
+        port: PortNo,
+        /// Octets through the minimal choice.
+        minimal_bytes: u64,
+        /// Octets through every choice.
+        total_bytes: u64,
+        /// Σ over the groups of their octets × their installed minimal weight share.
+        expected_minimal_bytes: u64,
+    },
     /// Time passes: runs the idle-port increase timer if it is configured.
     Tick,
 }
@@ -127,7 +141,7 @@ impl<'a> IntoIterator for &'a Effects {
 }
 
 /// Running totals, for metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Counters {
     /// CNMs received on a fabric port.
     pub cnm_received: u64,
@@ -153,4 +167,32 @@ pub struct Counters {
     /// Decreases skipped because the port's last cut was less than its hold-off ago
     /// (`cut_holdoff_buffer_drains`).
     pub cuts_held_off: u64,
+    /// Decreases skipped because the minimal choice delivered at least its weight's share
+    /// (`yield_comparison`).
+    pub cuts_held_by_yield: u64,
+    /// Increases withheld because the minimal choice delivered less than its weight's share
+    /// (`yield_comparison`), counting each step.
+    pub rises_held_by_yield: u64,
+    /// Yield-comparison windows closed (`yield_comparison`), and those of them in which both
+    /// the minimal and the other choices carried octets (a ratio).
+    pub yield_windows: u64,
+    /// See `yield_windows`.
+    pub yield_ratios: u64,
+}
+
+impl Counters {
+    /// The counters that say how P moved and why it did not, by metric label.
+    pub fn moves(&self) -> [(&'static str, u64); 9] {
+        [
+            ("decrease", self.decreases),
+            ("increase", self.increases),
+            ("dead_band", self.dead_band),
+            ("rise_held", self.rises_held),
+            ("cut_held_off", self.cuts_held_off),
+            ("cut_held_by_yield", self.cuts_held_by_yield),
+            ("rise_held_by_yield", self.rises_held_by_yield),
+            ("yield_window", self.yield_windows),
+            ("yield_ratio", self.yield_ratios),
+        ]
+    }
 }

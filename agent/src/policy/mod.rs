@@ -99,6 +99,15 @@ struct PortState {
     cut_at_ns: Option<u64>,
     /// The port's cut hold-off, ns; `None` = off.
     cut_holdoff_ns: Option<u64>,
+    /// The yield comparison's window (`yield_comparison`), ns; `None` = off.
+    yield_window_ns: Option<u64>,
+    /// The current window: its start and its octets (minimal, all, expected minimal).
+    yield_start_ns: Option<u64>,
+    yield_minimal: u64,
+    yield_total: u64,
+    yield_expected: u64,
+    /// The last window's ratio of minimal to expected minimal octets, and when it closed.
+    yield_ratio: Option<(f64, u64)>,
 }
 
 impl PortState {
@@ -119,6 +128,12 @@ impl PortState {
             timer_period_ns: None,
             cut_at_ns: None,
             cut_holdoff_ns: None,
+            yield_window_ns: None,
+            yield_start_ns: None,
+            yield_minimal: 0,
+            yield_total: 0,
+            yield_expected: 0,
+            yield_ratio: None,
         }
     }
 }
@@ -195,6 +210,10 @@ impl Policy {
             st.cut_holdoff_ns = (self.cfg.cut_holdoff_buffer_drains > 0.0).then(|| {
                 link.line_time_ns(link.buffer_fraction_bytes(self.cfg.cut_holdoff_buffer_drains))
             });
+            st.yield_window_ns = self
+                .cfg
+                .yield_comparison
+                .then(|| link.line_time_ns(self.cfg.yield_window_line_bytes).max(1));
         }
     }
 
@@ -342,6 +361,16 @@ impl Policy {
                 self.on_congestion_observed(port, qntz_fb, now_ns);
             }
             Event::BytesSent { port, bytes } => self.on_bytes_sent(port, bytes, now_ns, out),
+            Event::DecisionBytes {
+                port,
+                minimal_bytes,
+                total_bytes,
+                expected_minimal_bytes,
+            } => self.on_decision_bytes(
+                port,
+                [minimal_bytes, total_bytes, expected_minimal_bytes],
+                now_ns,
+            ),
             Event::Tick => self.on_tick(now_ns, out),
         }
     }
@@ -432,11 +461,51 @@ impl Policy {
         self.restart_counters_after_cnm(i, held, now_ns);
     }
 
-    /// CNMs that left P as it was: the comparison's dead band and held-off cuts.
+    /// CNMs that left P as it was: the comparison's dead band and held cuts.
     fn held_total(&self) -> u64 {
         self.counters
             .dead_band
             .saturating_add(self.counters.cuts_held_off)
+            .saturating_add(self.counters.cuts_held_by_yield)
+    }
+
+    /// Octets of the decision points behind port `port` ([`Event::DecisionBytes`]): added to
+    /// the port's window, which closes into a ratio once it is a window long.
+    fn on_decision_bytes(&mut self, port: PortNo, [min, total, expected]: [u64; 3], now_ns: u64) {
+        let Some(i) = self.lookup(port) else { return };
+        let Some(st) = self.state.get_mut(i) else {
+            return;
+        };
+        let Some(window) = st.yield_window_ns else {
+            return;
+        };
+        st.yield_minimal = st.yield_minimal.saturating_add(min);
+        st.yield_total = st.yield_total.saturating_add(total);
+        st.yield_expected = st.yield_expected.saturating_add(expected);
+        let start = *st.yield_start_ns.get_or_insert(now_ns);
+        if now_ns.saturating_sub(start) < window {
+            return;
+        }
+        // A ratio only when both the minimal and the other choices carried octets: a choice
+        // without streams says nothing about what a stream would get there.
+        let (m, t, e) = (st.yield_minimal, st.yield_total, st.yield_expected);
+        #[allow(clippy::cast_precision_loss)] // octet counts far below 2^52 per window
+        let ratio = (m > 0 && m < t && e > 0).then(|| m as f64 / e as f64);
+        st.yield_ratio = ratio.map(|r| (r, now_ns));
+        st.yield_start_ns = Some(now_ns);
+        self.counters.yield_windows += 1;
+        self.counters.yield_ratios += u64::from(ratio.is_some());
+        st.yield_minimal = 0;
+        st.yield_total = 0;
+        st.yield_expected = 0;
+    }
+
+    /// Port `i`'s fresh yield ratio (at most two windows old).
+    fn yield_ratio(&self, i: usize, now_ns: u64) -> Option<f64> {
+        let st = self.state.get(i)?;
+        let window = st.yield_window_ns?;
+        let (r, at) = st.yield_ratio?;
+        (now_ns.saturating_sub(at) <= window.saturating_mul(2)).then_some(r)
     }
 
     /// After a CNM charged to port `i` (`held_before` = [`held_total`](Self::held_total) before
@@ -581,7 +650,7 @@ impl Policy {
         let fb = f64::from(q);
         tracing::trace!(port, fb = q, lo, hi, "feedback comparison");
         if fb <= lo + self.cfg.fbcomp_th1 {
-            self.increase(i, port, 1, Cause::FeedbackIncrease, out);
+            self.increase(i, port, 1, Cause::FeedbackIncrease, now_ns, out);
         } else if fb > hi + self.cfg.fbcomp_th2 {
             self.decrease(i, port, fb - hi, Cause::FeedbackDecrease, now_ns, out);
         } else {
@@ -629,7 +698,7 @@ impl Policy {
             self.counters.rises_held = self.counters.rises_held.saturating_add(n);
             return;
         }
-        self.increase(i, port, n, Cause::ByteCounterIncrease, out);
+        self.increase(i, port, n, Cause::ByteCounterIncrease, now_ns, out);
     }
 
     fn on_tick(&mut self, now_ns: u64, out: &mut Effects) {
@@ -651,7 +720,7 @@ impl Policy {
             st.timer_base_ns = Some(base.saturating_add(n.saturating_mul(period)));
             st.bytes = 0;
             let port = self.ports.get(i).copied().unwrap_or_default();
-            self.increase(i, port, n, Cause::TimerIncrease, out);
+            self.increase(i, port, n, Cause::TimerIncrease, now_ns, out);
         }
     }
 
@@ -663,7 +732,23 @@ impl Policy {
         }
     }
 
-    fn increase(&mut self, i: usize, port: PortNo, n: u64, cause: Cause, out: &mut Effects) {
+    #[allow(clippy::too_many_arguments)] // one step's inputs
+    fn increase(
+        &mut self,
+        i: usize,
+        port: PortNo,
+        n: u64,
+        cause: Cause,
+        now_ns: u64,
+        out: &mut Effects,
+    ) {
+        if self
+            .yield_ratio(i, now_ns)
+            .is_some_and(|r| r <= 1.0 - self.cfg.yield_band)
+        {
+            self.counters.rises_held_by_yield = self.counters.rises_held_by_yield.saturating_add(n);
+            return;
+        }
         self.counters.increases = self.counters.increases.saturating_add(n);
         self.change(i, port, cause, out, |rates, p| rates.increase(p, n));
     }
@@ -679,6 +764,13 @@ impl Policy {
         now_ns: u64,
         out: &mut Effects,
     ) {
+        if self
+            .yield_ratio(i, now_ns)
+            .is_some_and(|r| r >= 1.0 + self.cfg.yield_band)
+        {
+            self.counters.cuts_held_by_yield += 1;
+            return;
+        }
         if let Some(st) = self.state.get_mut(i) {
             if let (Some(hold), Some(at)) = (st.cut_holdoff_ns, st.cut_at_ns) {
                 if now_ns.saturating_sub(at) < hold {

@@ -1058,3 +1058,100 @@ fn cuts_hold_off_for_buffer_drains() {
     assert_eq!(pol.counters().cuts_held_off, 2);
     assert_eq!(pol.counters().decreases, 2);
 }
+
+/// `yield_comparison`: a window in which the minimal choice delivered at least (1 + band) of its
+/// weight's share holds the port's cuts; one in which it delivered at most (1 − band) withholds
+/// its increases; a window in which one side carried nothing, or a ratio two windows old, gates
+/// nothing; with the comparison off the same octets change nothing.
+#[test]
+fn yield_gates_cuts_and_rises() {
+    use crate::link::{PortLink, PortLinks};
+    let cfg = |on| PolicyConfig {
+        yield_comparison: on,
+        yield_window_line_bytes: 10_000,
+        yield_band: 0.1,
+        dead_band_restarts_counter: false,
+        ..PolicyConfig::published()
+    };
+    // 10 000 octets at 10 Mb/s: an 8 ms window.
+    let link = PortLink {
+        rate_bps: 10e6,
+        buffer_bytes: 10_000,
+    };
+    let share = |port, minimal_bytes, total_bytes, expected_minimal_bytes| Event::DecisionBytes {
+        port,
+        minimal_bytes,
+        total_bytes,
+        expected_minimal_bytes,
+    };
+    let start = |on| {
+        let mut pol = policy(cfg(on), &[1]);
+        pol.set_links(PortLinks::new(link, Vec::new()), 0);
+        // A window: 600 of 1 000 octets minimal where the weights expected 400 (ratio 1.5).
+        assert!(pol.handle(share(1, 300, 500, 200), 0).is_empty());
+        assert!(pol.handle(share(1, 300, 500, 200), 8_000_000).is_empty());
+        pol
+    };
+    let mut off = start(false);
+    off.handle(cnm(1, 63), 8_000_001);
+    assert_eq!(off.counters().decreases, 1);
+    assert_eq!(off.counters().cuts_held_by_yield, 0);
+
+    let mut pol = start(true);
+    assert!(
+        pol.handle(cnm(1, 63), 8_000_001).is_empty(),
+        "1.5 ≥ 1.1: held"
+    );
+    assert_eq!(pol.counters().cuts_held_by_yield, 1);
+    assert_eq!(pol.counters().decreases, 0);
+    // The held CNM left the byte counter running; increases are not gated at 1.5.
+    pol.handle(bytes(1, B), 8_000_002);
+    assert_eq!(pol.counters().increases, 1);
+    // The next window: 100 of 1 000 minimal where 400 were expected (0.25): cuts pass, rises
+    // are withheld.
+    pol.handle(share(1, 100, 1_000, 400), 16_000_000);
+    pol.handle(cnm(1, 63), 16_000_001);
+    let cut = p(&pol, 1);
+    assert_eq!(cut, 100.0 * (1.0 - GD * 63.0));
+    assert!(pol.handle(bytes(1, 2 * B), 16_000_002).is_empty());
+    assert_eq!(pol.counters().rises_held_by_yield, 2);
+    // Two windows later that ratio is stale: the octets earn their increase again.
+    pol.handle(bytes(1, B), 32_000_001);
+    assert_eq!(p(&pol, 1), cut + 1.0);
+    // A window in which the candidates carried nothing gives no ratio: nothing gated.
+    pol.handle(share(1, 500, 500, 450), 40_000_001);
+    pol.handle(cnm(1, 63), 40_000_002);
+    assert_eq!(pol.counters().decreases, 2);
+    // Within the band (0.95): nothing gated either.
+    pol.handle(share(1, 380, 1_000, 400), 48_000_002);
+    pol.handle(cnm(1, 63), 48_000_003);
+    assert_eq!(pol.counters().decreases, 3);
+    pol.handle(bytes(1, B), 48_000_004);
+    assert_eq!(pol.counters().rises_held_by_yield, 2);
+    assert_eq!(
+        (pol.counters().yield_windows, pol.counters().yield_ratios),
+        (4, 3)
+    );
+}
+
+/// A yield comparison setting out of range is a typed error naming the key.
+#[test]
+fn yield_settings_are_validated() {
+    for cfg in [
+        PolicyConfig {
+            yield_band: 1.0,
+            ..PolicyConfig::default()
+        },
+        PolicyConfig {
+            yield_band: f64::NAN,
+            ..PolicyConfig::default()
+        },
+        PolicyConfig {
+            yield_window_line_bytes: 0,
+            ..PolicyConfig::default()
+        },
+    ] {
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(err.contains("policy.yield_"), "{err}");
+    }
+}

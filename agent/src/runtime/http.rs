@@ -261,7 +261,7 @@ fn seconds(ns: u64) -> f64 {
 }
 
 /// Every family, in exposition order.
-const FAMILIES: [Family; 32] = [
+const FAMILIES: [Family; 33] = [
     family(
         Gauge,
         "fabricflow_agent_connected",
@@ -355,6 +355,19 @@ const FAMILIES: [Family; 32] = [
         "fabricflow_agent_cnm_send_errors",
         "CNMs for a port's interface that could not be written.",
         |v| per_switch(v.session.counters.cnm_send_errors),
+    ),
+    family(
+        Counter,
+        "fabricflow_agent_policy_events",
+        "QCN-SW policy events per switch: P's decreases and increases (each step), and the CNMs and increases that left P as it was, by reason.",
+        |v| {
+            v.session
+                .policy
+                .moves()
+                .iter()
+                .map(|&(event, n)| (vec![("event", event.to_owned())], Value::from(n)))
+                .collect()
+        },
     ),
     family(
         Counter,
@@ -546,6 +559,16 @@ mod tests {
         c.plan_reads = 26;
         c.plan_changes = 27;
         c.cnm_dropped.insert(DropReason::Malformed, 2);
+        let pc = &mut s0.session.policy;
+        pc.decreases = 41;
+        pc.increases = 42;
+        pc.dead_band = 43;
+        pc.rises_held = 44;
+        pc.cuts_held_off = 45;
+        pc.cuts_held_by_yield = 46;
+        pc.rises_held_by_yield = 47;
+        pc.yield_windows = 48;
+        pc.yield_ratios = 49;
         s0.emulated_cp = Some(CpStatus {
             ports: vec![CpPortStatus {
                 port: 6,
@@ -716,6 +739,26 @@ fabricflow_agent_cnm_read_interface_total{switch="s1"} 0
 # TYPE fabricflow_agent_cnm_send_errors counter
 fabricflow_agent_cnm_send_errors_total{switch="s0"} 33
 fabricflow_agent_cnm_send_errors_total{switch="s1"} 0
+# HELP fabricflow_agent_policy_events QCN-SW policy events per switch: P's decreases and increases (each step), and the CNMs and increases that left P as it was, by reason.
+# TYPE fabricflow_agent_policy_events counter
+fabricflow_agent_policy_events_total{switch="s0",event="decrease"} 41
+fabricflow_agent_policy_events_total{switch="s0",event="increase"} 42
+fabricflow_agent_policy_events_total{switch="s0",event="dead_band"} 43
+fabricflow_agent_policy_events_total{switch="s0",event="rise_held"} 44
+fabricflow_agent_policy_events_total{switch="s0",event="cut_held_off"} 45
+fabricflow_agent_policy_events_total{switch="s0",event="cut_held_by_yield"} 46
+fabricflow_agent_policy_events_total{switch="s0",event="rise_held_by_yield"} 47
+fabricflow_agent_policy_events_total{switch="s0",event="yield_window"} 48
+fabricflow_agent_policy_events_total{switch="s0",event="yield_ratio"} 49
+fabricflow_agent_policy_events_total{switch="s1",event="decrease"} 0
+fabricflow_agent_policy_events_total{switch="s1",event="increase"} 0
+fabricflow_agent_policy_events_total{switch="s1",event="dead_band"} 0
+fabricflow_agent_policy_events_total{switch="s1",event="rise_held"} 0
+fabricflow_agent_policy_events_total{switch="s1",event="cut_held_off"} 0
+fabricflow_agent_policy_events_total{switch="s1",event="cut_held_by_yield"} 0
+fabricflow_agent_policy_events_total{switch="s1",event="rise_held_by_yield"} 0
+fabricflow_agent_policy_events_total{switch="s1",event="yield_window"} 0
+fabricflow_agent_policy_events_total{switch="s1",event="yield_ratio"} 0
 # HELP fabricflow_agent_group_mods GROUP_MOD messages sent.
 # TYPE fabricflow_agent_group_mods counter
 fabricflow_agent_group_mods_total{switch="s0"} 23

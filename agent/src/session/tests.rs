@@ -756,6 +756,78 @@ fn minimal_bucket_bytes_feed_the_byte_counter_across_weight_writes() {
     );
 }
 
+fn group_stats_reply_of(xid: u32, bytes: [u64; 3]) -> Message {
+    use fabricflow_proto::openflow::multipart::{BucketCounter, GroupStats};
+    Message::multipart_reply(
+        xid,
+        0,
+        MultipartReplyBody::Group(vec![GroupStats {
+            group_id: 1003,
+            bucket_stats: bytes
+                .iter()
+                .map(|&byte_count| BucketCounter {
+                    packet_count: 0,
+                    byte_count,
+                })
+                .collect(),
+            ..GroupStats::default()
+        }]),
+    )
+}
+
+fn is_port_stats(b: &Body) -> bool {
+    matches!(b, Body::MultipartRequest(r)
+        if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::PortStats { .. }))
+}
+
+/// With the yield comparison on (and the port byte counter), every stats period reads the
+/// ports and the groups; a write is preceded by a read of its group, whose octets count
+/// against the weights installed before the write; a decision point whose minimal choice
+/// delivered ~1.8× its weight's share holds the next cut.
+#[test]
+fn group_octets_reach_the_yield_comparison() {
+    let mut agent = published();
+    agent.policy.yield_comparison = true;
+    agent.weights.min_update_interval_line_bytes = 0;
+    agent.weights.min_update_interval_buffer_drains = 0.0;
+    let (mut s, _) = connect(
+        Session::new(SessionConfig::default(), &agent).unwrap(),
+        plan_groups(),
+    );
+    feed(&mut s, &packet_in(3, cnm_frame(63)), 2 * MS);
+    let p = s.policy().p_percent(3).unwrap();
+    let msgs = drain(&mut s);
+    let at = msgs
+        .iter()
+        .position(|m| matches!(m.body, Body::GroupMod(_)))
+        .unwrap();
+    assert!(at > 0 && is_group_stats(&msgs[at - 1].body, 1003));
+    // The first reading is the baseline; the MODIFY zeroes the counters after it.
+    feed(
+        &mut s,
+        &group_stats_reply_of(msgs[at - 1].xid, [5, 0, 0]),
+        3 * MS,
+    );
+    let mut port_reads = 0;
+    for (t, bytes) in [(200, [900_000, 100_000, 0]), (300, [1_800_000, 200_000, 0])] {
+        s.on_timer(t * MS);
+        let msgs = drain(&mut s);
+        port_reads += msgs.iter().filter(|m| is_port_stats(&m.body)).count();
+        let x = xid_of(&msgs, |b| is_group_stats(b, OFPG_ALL));
+        feed(&mut s, &group_stats_reply_of(x, bytes), t * MS);
+    }
+    assert_eq!(s.counters().group_stats_replies, 3);
+    assert!(
+        port_reads > 0,
+        "the port byte counter still reads the ports"
+    );
+    // 1 800 000 of 2 000 000 octets minimal where ~50 % was installed: the cut is held.
+    feed(&mut s, &packet_in(3, cnm_frame(63)), 300 * MS + 1);
+    assert_eq!(s.policy().p_percent(3), Some(p));
+    assert_eq!(s.policy().counters().cuts_held_by_yield, 1);
+    assert_eq!(s.status().policy.cuts_held_by_yield, 1);
+}
+
 /// A CNM to `source` about a frame it sent to `dst`, already relayed `relays` times, as it
 /// arrives (VLAN-tagged when `vlan`).
 fn relayed_cnm_frame(source: &str, dst: &str, relays: u8, vlan: bool) -> Vec<u8> {

@@ -915,3 +915,30 @@ fn a_detours_cnm_can_be_left_uncharged() {
     assert_eq!(c.counters().cnm_detour_uncharged, 0);
     assert!(c.policy().p_percent(3).unwrap() < 100.0);
 }
+
+/// The yield comparison's input: a decision point's bucket octets, against the share its
+/// installed weights give the minimal choice, reach the policy as its minimal port's window;
+/// a window in which the minimal choice delivered 1.8× its share holds the next cut. Unknown
+/// groups are ignored.
+#[test]
+fn group_octets_feed_the_yield_comparison_of_the_minimal_port() {
+    let policy = PolicyConfig {
+        yield_comparison: true,
+        ..PolicyConfig::published()
+    };
+    let mut c = SwitchCore::new(policy, WeightsConfig::default()).unwrap();
+    c.learn(plan([128, 127, 1]), 0, 0);
+    assert!(writes(&mut c).is_empty());
+    let before = c.policy().p_percent(3);
+    // 400 000 octets of line time on the default 10 Gb/s link: a 320 µs window.
+    c.on_group_bytes(1003, 900, 1_000, &[128, 127, 1], 0);
+    c.on_group_bytes(9999, 0, 1_000, &[128, 127, 1], MS / 2);
+    c.on_group_bytes(1003, 900, 1_000, &[128, 127, 1], MS / 2);
+    c.on_cnm(3, to7(), 64, MS / 2 + 1);
+    assert!(
+        writes(&mut c).is_empty(),
+        "1 800 octets where 1 000 were expected: held"
+    );
+    assert_eq!(c.policy().counters().cuts_held_by_yield, 1);
+    assert_eq!(c.policy().p_percent(3), before);
+}
