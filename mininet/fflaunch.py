@@ -571,14 +571,20 @@ class FabricNet:
                                     timeout=3) as r:
             return parse_prometheus(r.read().decode())
 
+    def _agent_metrics_or_none(self):
+        """The agent's /metrics, or None without an agent or when it cannot be read."""
+        if not self.agent_variant:
+            return None
+        try:
+            return self.agent_metrics()
+        except OSError:
+            return None
+
     def agent_counters(self):
         """(CNMs generated, group MODIFYs) summed over switches from the agent's /metrics, or
         (None, None) without an agent."""
-        if not self.agent_variant:
-            return None, None
-        try:
-            m = self.agent_metrics()
-        except OSError:
+        m = self._agent_metrics_or_none()
+        if m is None:
             return None, None
         return (metric_sum(m, "fabricflow_agent_cnm_generated_total"),
                 metric_sum(m, "fabricflow_agent_group_mods_total"))
@@ -638,11 +644,8 @@ class FabricNet:
         """{level: {"generated", "charged", "relayed"}} summed over the switches of each level
         (fat-trees: 0 = leaves; other fabrics: the switch's group) from the agent's /metrics,
         or None without an agent: where CNMs are generated, and where they take effect."""
-        if not self.agent_variant:
-            return None
-        try:
-            m = self.agent_metrics()
-        except OSError:
+        m = self._agent_metrics_or_none()
+        if m is None:
             return None
         out = {}
         tree = self.fabric.doc.get("kind") == "fattree"
@@ -660,11 +663,8 @@ class FabricNet:
         """{event: count} of the agent's policy events (P's decreases and increases, and the
         CNMs and increases that left P as it was) summed over the switches, from /metrics, or
         None without an agent."""
-        if not self.agent_variant:
-            return None
-        try:
-            m = self.agent_metrics()
-        except OSError:
+        m = self._agent_metrics_or_none()
+        if m is None:
             return None
         out = {}
         for (name, labels), v in m.items():

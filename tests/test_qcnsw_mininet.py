@@ -488,6 +488,11 @@ class QcnswTests(FabricTestCase):
                 t(f"GROUP_MOD refused {refused:.0f} of {mods:.0f}: {lines[:5]}", self.t0)
             self.assertLessEqual(refused, max(3.0, 0.01 * mods),
                                  "GROUP_MODs refused (see the agent log lines above)")
+            # Every MODIFY carried a P that the policy moved: its events say so on /metrics.
+            events = fn.agent_policy_events()
+            t(f"policy events {events}", self.t0)
+            self.assertGreater(events.get("decrease", 0), 0, "no cut counted")
+            self.assertGreater(events.get("increase", 0), 0, "no rise counted")
 
             # 6. Without traffic every P climbs back to 100 (idle increase timer).
             def all_recovered():
