@@ -260,6 +260,12 @@ MODES = {m.name: m for m in (
          program="controller", agent_variant="combined",
          agent={"policy.yield_comparison": True, "policy.yield_band": 0.0,
                 "policy.yield_window_line_bytes": 200_000}),
+    # Group writes at most every 48 buffer drains of the minimal port instead of 24: each
+    # write carries P's mean over twice as long (mininet/README.md "The weight-write interval").
+    Mode("qcnsw-combined-wi48",
+         "qcnsw-combined writing each group at most every 48 buffer drains (24 shipped)",
+         program="controller", agent_variant="combined",
+         agent={"weights.min_update_interval_buffer_drains": 48.0}),
     Mode("qcnsw-combined-gd256",
          "qcnsw-combined with Gd = 1/256 (a cut keeps at least 75 % of P)",
          program="controller", agent_variant="combined",
