@@ -860,17 +860,11 @@ impl Session {
         let minimal_bucket = self.cfg.byte_counter == ByteCounter::MinimalBucket;
         let yields = self.core.policy().config().yield_comparison;
         for s in stats {
-            let Some((port, Some(now_min), weights)) = self
+            let Some((port, Some(now_min))) = self
                 .core
                 .plan()
                 .and_then(|p| p.groups.get(&s.group_id))
-                .map(|g| {
-                    (
-                        g.dp.minimal_port,
-                        g.minimal_bytes(&s.bucket_stats),
-                        g.weights(),
-                    )
-                })
+                .map(|g| (g.dp.minimal_port, g.minimal_bytes(&s.bucket_stats)))
             else {
                 continue;
             };
@@ -881,13 +875,13 @@ impl Session {
                 self.bucket_bytes.get(&s.group_id).copied()
             };
             self.bucket_bytes.insert(s.group_id, (now_min, now_total));
-            let mut weights = weights;
-            if before_write == Some(s.group_id) {
+            // The epoch a read before a write closes ran with the weights before that write.
+            let before = if before_write == Some(s.group_id) {
                 self.bucket_zeroed.insert(s.group_id);
-                if let Some(w) = self.weights_before_write.remove(&s.group_id) {
-                    weights = w;
-                }
-            }
+                self.weights_before_write.remove(&s.group_id)
+            } else {
+                None
+            };
             // A counter that went backwards (group re-created) restarts from zero.
             let delta = |prev: Option<u64>, now: u64| match prev {
                 Some(p) if now >= p => now - p,
@@ -900,8 +894,14 @@ impl Session {
                 self.core.on_bytes(port, bytes, now_ns);
             }
             if yields && total > 0 {
-                self.core
-                    .on_group_bytes(s.group_id, bytes, total, &weights, now_ns);
+                let weights = before.or_else(|| {
+                    let g = self.core.plan()?.groups.get(&s.group_id)?;
+                    Some(g.weights())
+                });
+                if let Some(w) = weights {
+                    self.core
+                        .on_group_bytes(s.group_id, bytes, total, &w, now_ns);
+                }
             }
         }
     }
@@ -1043,11 +1043,16 @@ impl Session {
         }
         let mut answered = Vec::new();
         while let Some(TimedWrite { write: w, cnm_ns }) = self.core.poll_timed_write() {
-            let before = self
-                .core
-                .plan()
-                .and_then(|p| p.groups.get(&w.group_id))
-                .map(|g| g.weights());
+            let yields = self.core.policy().config().yield_comparison;
+            let before = yields
+                .then(|| {
+                    self.core
+                        .plan()?
+                        .groups
+                        .get(&w.group_id)
+                        .map(|g| g.weights())
+                })
+                .flatten();
             let buckets = match self.core.write_buckets(&w) {
                 Some(Ok(b)) => b,
                 Some(Err(e)) => {
@@ -1058,9 +1063,7 @@ impl Session {
             };
             self.counters.group_mods_sent += 1;
             let group_id = w.group_id;
-            if self.cfg.byte_counter == ByteCounter::MinimalBucket
-                || self.core.policy().config().yield_comparison
-            {
+            if self.cfg.byte_counter == ByteCounter::MinimalBucket || yields {
                 if let Some(b) = before {
                     self.weights_before_write.insert(group_id, b);
                 }

@@ -732,7 +732,6 @@ impl Policy {
         }
     }
 
-    #[allow(clippy::too_many_arguments)] // one step's inputs
     fn increase(
         &mut self,
         i: usize,

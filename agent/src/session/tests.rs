@@ -643,20 +643,7 @@ fn a_generated_cnm_is_injected_and_charged_with_source_processing() {
 }
 
 fn group_stats_reply(xid: u32, bucket0_bytes: u64) -> Message {
-    use fabricflow_proto::openflow::multipart::{BucketCounter, GroupStats};
-    let bucket = |byte_count| BucketCounter {
-        packet_count: 0,
-        byte_count,
-    };
-    Message::multipart_reply(
-        xid,
-        0,
-        MultipartReplyBody::Group(vec![GroupStats {
-            group_id: 1003,
-            bucket_stats: vec![bucket(bucket0_bytes), bucket(7_000_000), bucket(9)],
-            ..GroupStats::default()
-        }]),
-    )
+    group_stats_reply_of(xid, [bucket0_bytes, 7_000_000, 9])
 }
 
 fn is_group_stats(b: &Body, group_id: u32) -> bool {
@@ -690,8 +677,7 @@ fn minimal_bucket_bytes_feed_the_byte_counter_across_weight_writes() {
     // counter, so all 450 000 octets are new: three increases (B = 150 000).
     s.on_timer(200 * MS);
     let msgs = drain(&mut s);
-    assert!(!msgs.iter().any(|m| matches!(&m.body, Body::MultipartRequest(r)
-        if matches!(r.body, fabricflow_proto::openflow::multipart::MultipartRequestBody::PortStats { .. }))));
+    assert!(!msgs.iter().any(|m| is_port_stats(&m.body)));
     let x = xid_of(&msgs, |b| is_group_stats(b, OFPG_ALL));
     feed(&mut s, &group_stats_reply(x, 3 * 150_000), 200 * MS);
     let p = s.policy().p_percent(3).unwrap();
