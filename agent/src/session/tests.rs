@@ -646,6 +646,17 @@ fn group_stats_reply(xid: u32, bucket0_bytes: u64) -> Message {
     group_stats_reply_of(xid, [bucket0_bytes, 7_000_000, 9])
 }
 
+/// The index of the GROUP_MOD among `msgs`, which must follow a read of group 1003's counters
+/// (OVS zeroes them on MODIFY).
+fn write_after_its_read(msgs: &[Message]) -> usize {
+    let at = msgs
+        .iter()
+        .position(|m| matches!(m.body, Body::GroupMod(_)))
+        .unwrap();
+    assert!(at > 0 && is_group_stats(&msgs[at - 1].body, 1003));
+    at
+}
+
 fn is_group_stats(b: &Body, group_id: u32) -> bool {
     matches!(b, Body::MultipartRequest(r)
         if r.body == fabricflow_proto::openflow::multipart::MultipartRequestBody::Group { group_id })
@@ -664,11 +675,7 @@ fn minimal_bucket_bytes_feed_the_byte_counter_across_weight_writes() {
     feed(&mut s, &packet_in(3, cnm_frame(63)), 2 * MS);
     let msgs = drain(&mut s);
     // The write is preceded by a read of that group's counters (OVS zeroes them on MODIFY).
-    let at = msgs
-        .iter()
-        .position(|m| matches!(m.body, Body::GroupMod(_)))
-        .unwrap();
-    assert!(at > 0 && is_group_stats(&msgs[at - 1].body, 1003));
+    let at = write_after_its_read(&msgs);
     // Bytes before the write: only a baseline (the first reading).
     feed(&mut s, &group_stats_reply(msgs[at - 1].xid, 10_000), 3 * MS);
     assert!((s.policy().p_percent(3).unwrap() - 50.78125).abs() < 1e-9);
@@ -783,11 +790,7 @@ fn group_octets_reach_the_yield_comparison() {
     feed(&mut s, &packet_in(3, cnm_frame(63)), 2 * MS);
     let p = s.policy().p_percent(3).unwrap();
     let msgs = drain(&mut s);
-    let at = msgs
-        .iter()
-        .position(|m| matches!(m.body, Body::GroupMod(_)))
-        .unwrap();
-    assert!(at > 0 && is_group_stats(&msgs[at - 1].body, 1003));
+    let at = write_after_its_read(&msgs);
     // The first reading is the baseline; the MODIFY zeroes the counters after it.
     feed(
         &mut s,
