@@ -96,6 +96,22 @@ def client_retransmits(server_path):
     return int(r) if isinstance(r, (int, float)) else None
 
 
+def ramp_s(agg_series, lo, hi, share=0.9):
+    """How long a run took to reach its steady level: the first second whose aggregate
+    (`agg_series`: [(t s, Mb/s)], one point per second) is at least `share` of the median
+    aggregate over (lo, hi] s — the measured window. None without samples in the window or
+    when its median is 0. A mode that starts slowly (QCN-SW learning an adversarial pattern
+    from P = 100 %) loses part of a short window to this, and the window's mean alone does
+    not say how much."""
+    window = [v for t, v in agg_series if lo < t <= hi]
+    if not window:
+        return None
+    level = share * statistics.median(window)
+    if level <= 0:
+        return None
+    return next((t for t, v in agg_series if v >= level), None)
+
+
 def jain(xs):
     xs = [x for x in xs if x is not None]
     if not xs or sum(xs) == 0:

@@ -63,6 +63,8 @@ class RunResult:
     # TCP retransmissions summed over the flows' senders (measure.client_retransmits); None if
     # no client reported them.
     tcp_retransmits: int | None = None
+    # measure.ramp_s(): the first second at 90 % of the measured window's median aggregate.
+    ramp_s: float | None = None
 
     def stats(self):
         """Flow statistics and how they compare with the optimum (any routing, maximum
@@ -83,7 +85,7 @@ class RunResult:
                     ovs_send_error_lines=self.ovs_send_error_lines, cpu_percent=self.cpu_percent,
                     port_stats=self.port_stats, throttle=self.throttle,
                     policy_events=self.policy_events, tcp_retransmits=self.tcp_retransmits,
-                    per_flow_mbps={k: round(v, 4) for k, v in self.per_flow_mbps.items()})
+                    ramp_s=self.ramp_s, per_flow_mbps={k: round(v, 4) for k, v in self.per_flow_mbps.items()})
 
 
 @dataclass
@@ -108,6 +110,11 @@ class ModeResult:
         vals = [r.tcp_retransmits for r in self.runs if r.tcp_retransmits is not None]
         return statistics.median(vals) if vals else None
 
+    def ramp_median(self):
+        """Median over the repeats of the runs' ramp_s (None if no run has one)."""
+        vals = [r.ramp_s for r in self.runs if r.ramp_s is not None]
+        return statistics.median(vals) if vals else None
+
     def settings(self):
         """The mode's definition and, from its first run, the configs in force."""
         first = self.runs[0].settings if self.runs else {}
@@ -129,6 +136,7 @@ class ModeResult:
             "settings": self.settings(),
             "cpu_percent": self.cpu_medians(),
             "tcp_retransmits": self.retransmit_median(),
+            "ramp_s": self.ramp_median(),
         })
         return out
 

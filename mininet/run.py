@@ -163,6 +163,10 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
         for t, v in samples:
             if t <= args.duration + 0.5:
                 agg[round(t)] = agg.get(round(t), 0.0) + v
+    agg_series = sorted(agg.items())
+    ramp = measure.ramp_s(agg_series, args.warmup, args.duration + 0.5)
+    if ramp is not None:
+        print(f"   ramp: at 90 % of the window's median aggregate after {ramp} s", flush=True)
     g0 = {}
     for sw, pts in sw_rates.items():
         if sw in group0:
@@ -170,7 +174,7 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
             g0[sw] = statistics.mean(vals) if vals else 0.0
     return RunResult(
         mode=mode.name, rep=rep, seed=seed, flows=flows, per_flow_mbps=per_flow,
-        agg_series=sorted(agg.items()), errors=errors, timings=timings,
+        agg_series=agg_series, errors=errors, timings=timings,
         cnms_generated=cnms, group_modifies=mods, ovs_send_error_lines=send_errors,
         policy_events=policy_events,
         group0_switches=group0, group0_accepted_mbps=g0, group0_global_tx_mbytes=g0_global,
@@ -180,7 +184,7 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
                          for (sw, port), v in _p_window(p_series, args, group0).items()},
         csv=str(csv_path), p_csv=str(p_csv) if p_csv else None, settings=settings,
         cpu_percent=cpu_percent, bound=bound, ceiling_routing=mode.ceiling(),
-        port_stats=port_stats, throttle=throttle, tcp_retransmits=retrans)
+        port_stats=port_stats, throttle=throttle, tcp_retransmits=retrans, ramp_s=ramp)
 
 
 def port_report(csv_path, report_dir, sampler, top=5):
@@ -307,7 +311,7 @@ def print_table(summary):
     w = max([16] + [len(m) + 2 for m in summary["modes"]])
     hdr = f"{'mode':<{w}}{'flows':>6}{'aggr Mb/s':>11}{'min':>8}{'median':>8}{'max':>8}" \
           f"{'Jain':>7}{'CNMs':>7}{'MODs':>7}{'of opt':>8}{'ceiling':>20}{'of ceil':>9}" \
-          f"{'vswitchd%':>10}{'agent%':>7}{'thr%':>6}"
+          f"{'vswitchd%':>10}{'agent%':>7}{'thr%':>6}{'ramp s':>7}"
     print(hdr)
     print("-" * len(hdr))
     for mode, s in summary["modes"].items():
@@ -323,7 +327,7 @@ def print_table(summary):
               f"{f(s.get('fraction_of_optimum'), 8, 3)}{ceiling:>20}"
               f"{f(s.get('fraction_of_ceiling'), 9, 3)}"
               f"{f(cpu.get('ovs-vswitchd'), 10, 0)}{f(cpu.get('agent'), 7, 0)}"
-              f"{f(cpu.get('throttle'), 6, 0)}")
+              f"{f(cpu.get('throttle'), 6, 0)}{f(s.get('ramp_s'), 7, 0)}")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mininet"))
 import fftoml  # noqa: E402
 import fftopo  # noqa: E402
 import matrix  # noqa: E402
+import measure  # noqa: E402
 import modes  # noqa: E402
 import run  # noqa: E402
 import traffic  # noqa: E402
@@ -286,6 +287,24 @@ class Summaries(unittest.TestCase):
         self.assertIn("optimum of seed 1's flows (any routing, fabricflow-controller bound): "
                       "12.00 Mb/s", out.getvalue())
         self.assertIn("minimal 8.00", out.getvalue())
+
+    def test_ramp_is_the_first_second_at_the_windows_level(self):
+        # Window (5, 10]: median 100, so the ramp ends at the first second ≥ 90.
+        series = [(1, 10.0), (2, 40.0), (3, 95.0), (4, 80.0), (5, 91.0), (6, 100.0),
+                  (7, 100.0), (8, 98.0), (9, 120.0), (10, 101.0), (11, 5.0)]
+        self.assertEqual(measure.ramp_s(series, 5, 10), 3)
+        self.assertEqual(measure.ramp_s(series, 5, 10, share=1.0), 6)
+        self.assertIsNone(measure.ramp_s(series, 20, 30))
+        self.assertIsNone(measure.ramp_s([(6, 0.0), (7, 0.0)], 5, 10))
+        # In the summary: per run and the median over the runs.
+        runs = [RunResult(
+            mode="minimal", rep=k, seed=1 + k, flows=[("a", "b")], per_flow_mbps={"a->b": 1.0},
+            agg_series=[], errors={}, timings={}, cnms_generated=None, group_modifies=None,
+            ovs_send_error_lines=None, group0_switches=[], group0_accepted_mbps={},
+            group0_global_tx_mbytes={}, p_samples=[], group0_p_median={}, csv="x.csv",
+            p_csv=None, settings={}, ramp_s=r) for k, r in enumerate([3, None, 9, 4])]
+        m = ModeResult("minimal", modes.lookup("minimal").as_dict(), runs).to_json()
+        self.assertEqual((m["ramp_s"], m["runs"][1]["ramp_s"]), (4, None))
 
 
 if __name__ == "__main__":
