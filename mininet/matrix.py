@@ -17,7 +17,8 @@ fraction of the throughput optimum of the same flows (`fabricflow-controller bou
 ratios adaptive routing is judged by: against minimal and against the better of minimal and
 Valiant — as a ratio of the medians and paired (the median over seeds of each seed's own ratio:
 every seed draws its own flows, so only the paired ratio compares a mode with its baseline on
-the same flows).
+the same flows) — and the median `ramp_s` (run.py: how many seconds the mode took to reach its
+level, which the window's mean does not show).
 """
 
 import argparse
@@ -82,10 +83,10 @@ def paired_ratio(runs, baselines):
 
 def cell_rows(cell):
     """Table rows of one cell: (mode, aggregate, fraction of optimum, ÷ minimal, ÷ best of
-    minimal and Valiant, paired ÷ best, note); one row with the reason for a cell that did not
-    run."""
+    minimal and Valiant, paired ÷ best, median ramp_s, note); one row with the reason for a
+    cell that did not run."""
     if "error" in cell:
-        return [("-", None, None, None, None, None, cell["error"])]
+        return [("-", None, None, None, None, None, None, cell["error"])]
     modes = cell["summary"]["modes"]
 
     def agg(name):
@@ -102,7 +103,7 @@ def cell_rows(cell):
         rows.append((name, a, m.get("fraction_of_optimum"),
                      a / minimal if a is not None and minimal else None,
                      a / best if a is not None and best else None,
-                     paired_ratio(seeds(name), baselines), ""))
+                     paired_ratio(seeds(name), baselines), m.get("ramp_s"), ""))
     return rows
 
 
@@ -110,7 +111,7 @@ def mode_summary(mode):
     """What the matrix keeps of one mode of run.py's summary: the medians, and each seed's
     aggregate (for the paired ratio)."""
     out = {k: mode.get(k) for k in ("aggregate_mbps", "fraction_of_optimum", "ceiling_mbps",
-                                     "fraction_of_ceiling", "cpu_percent")}
+                                     "fraction_of_ceiling", "cpu_percent", "ramp_s")}
     out["runs_mbps"] = {str(r["seed"]): r.get("aggregate_mbps")
                         for r in mode.get("runs") or [] if "seed" in r}
     return out
@@ -119,17 +120,17 @@ def mode_summary(mode):
 def table(cells):
     """The matrix as a Markdown table."""
     out = ["| fabric | traffic | rates | optimum | mode | Mb/s | of optimum | ÷ minimal "
-           "| ÷ best(min, Valiant) | paired ÷ best | note |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| ÷ best(min, Valiant) | paired ÷ best | ramp s | note |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(v, p=2):
         return "-" if v is None else f"{v:.{p}f}"
     for c in cells:
         opt = (c.get("summary") or {}).get("optimum_mbps")
-        for mode, a, frac, vs_min, vs_best, paired, note in cell_rows(c):
+        for mode, a, frac, vs_min, vs_best, paired, ramp, note in cell_rows(c):
             out.append(f"| {c['fabric']} | {c['traffic']} | {c['rates']} | {f(opt)} | {mode} "
                        f"| {f(a)} | {f(frac, 3)} | {f(vs_min, 3)} | {f(vs_best, 3)} "
-                       f"| {f(paired, 3)} | {note} |")
+                       f"| {f(paired, 3)} | {f(ramp, 0)} | {note} |")
     return "\n".join(out)
 
 
