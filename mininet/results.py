@@ -85,7 +85,8 @@ class RunResult:
                     ovs_send_error_lines=self.ovs_send_error_lines, cpu_percent=self.cpu_percent,
                     port_stats=self.port_stats, throttle=self.throttle,
                     policy_events=self.policy_events, tcp_retransmits=self.tcp_retransmits,
-                    ramp_s=self.ramp_s, per_flow_mbps={k: round(v, 4) for k, v in self.per_flow_mbps.items()})
+                    ramp_s=self.ramp_s,
+                    per_flow_mbps={k: round(v, 4) for k, v in self.per_flow_mbps.items()})
 
 
 @dataclass
@@ -105,14 +106,10 @@ class ModeResult:
         return {k: round(statistics.median(r.cpu_percent[k] for r in self.runs
                                            if k in r.cpu_percent), 1) for k in sorted(names)}
 
-    def retransmit_median(self):
-        """Median over the repeats of the runs' TCP retransmissions (None if none reported)."""
-        vals = [r.tcp_retransmits for r in self.runs if r.tcp_retransmits is not None]
-        return statistics.median(vals) if vals else None
-
-    def ramp_median(self):
-        """Median over the repeats of the runs' ramp_s (None if no run has one)."""
-        vals = [r.ramp_s for r in self.runs if r.ramp_s is not None]
+    def run_median(self, key):
+        """Median over the repeats of one RunResult field (tcp_retransmits, ramp_s); None if
+        no run has it."""
+        vals = [getattr(r, key) for r in self.runs if getattr(r, key) is not None]
         return statistics.median(vals) if vals else None
 
     def settings(self):
@@ -135,8 +132,8 @@ class ModeResult:
             "group0_p_median": r0.group0_p_median,
             "settings": self.settings(),
             "cpu_percent": self.cpu_medians(),
-            "tcp_retransmits": self.retransmit_median(),
-            "ramp_s": self.ramp_median(),
+            "tcp_retransmits": self.run_median("tcp_retransmits"),
+            "ramp_s": self.run_median("ramp_s"),
         })
         return out
 
