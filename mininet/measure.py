@@ -191,14 +191,14 @@ class SwitchSampler:
         return out
 
 
-def global_tx_mbytes(fn, switches):
-    """{"SWITCH:PORT": MB sent} for the global ports of the given (JSON-named) switches."""
+def _tx_mbytes(fn, keep):
+    """{"SWITCH:PORT": MB sent since the network came up} for both ends of every
+    switch-to-switch link `keep(link)` accepts, among the switches `keep` allows (None if an
+    interface's counter cannot be read)."""
     out = {}
     for link in fn.fabric.links:
-        if link["class"] != "global":
-            continue
         for sw, port in ((link["a"], link["a_port"]), (link["b"], link["b_port"])):
-            if sw in switches:
+            if keep(link, sw):
                 intf = f"{fn.fabric.sw_short[sw]}-eth{port}"
                 try:
                     with open(f"/sys/class/net/{intf}/statistics/tx_bytes") as f:
@@ -206,6 +206,27 @@ def global_tx_mbytes(fn, switches):
                 except OSError:
                     out[f"{sw}:{port}"] = None
     return dict(sorted(out.items()))
+
+
+def global_tx_mbytes(fn, switches):
+    """{"SWITCH:PORT": MB sent} for the global ports of the given (JSON-named) switches."""
+    return _tx_mbytes(fn, lambda link, sw: link["class"] == "global" and sw in switches)
+
+
+def fabric_tx_mbytes(fn):
+    """{"SWITCH:PORT": MB sent} for every switch-to-switch port (both directions of a link)."""
+    return _tx_mbytes(fn, lambda link, sw: True)
+
+
+def ports_carrying(tx_mbytes, share=0.1):
+    """How many ports sent at least `share` of the busiest port's bytes: the links a routing
+    puts traffic on (control frames — LLDP, ARP, CNMs — stay far below any share of a data
+    link's). None without a readable counter."""
+    vals = [v for v in tx_mbytes.values() if v is not None]
+    if not vals or max(vals) <= 0:
+        return None
+    top = max(vals)
+    return sum(1 for v in vals if v >= share * top)
 
 
 class CpuMeter:

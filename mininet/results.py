@@ -65,6 +65,9 @@ class RunResult:
     tcp_retransmits: int | None = None
     # measure.ramp_s(): the first second at 90 % of the measured window's median aggregate.
     ramp_s: float | None = None
+    # measure.fabric_tx_mbytes(): "switch:port" -> MB every switch-to-switch port sent in the
+    # run (warm-up included); None when not read.
+    fabric_tx_mbytes: dict | None = None
 
     def stats(self):
         """Flow statistics and how they compare with the optimum (any routing, maximum
@@ -85,7 +88,9 @@ class RunResult:
                     ovs_send_error_lines=self.ovs_send_error_lines, cpu_percent=self.cpu_percent,
                     port_stats=self.port_stats, throttle=self.throttle,
                     policy_events=self.policy_events, tcp_retransmits=self.tcp_retransmits,
-                    ramp_s=self.ramp_s,
+                    ramp_s=self.ramp_s, fabric_tx_mbytes=self.fabric_tx_mbytes,
+                    fabric_ports_carrying=(measure.ports_carrying(self.fabric_tx_mbytes)
+                                           if self.fabric_tx_mbytes else None),
                     per_flow_mbps={k: round(v, 4) for k, v in self.per_flow_mbps.items()})
 
 

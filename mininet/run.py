@@ -122,6 +122,7 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
             print("   policy events: " + ", ".join(f"{k} {v}" for k, v in
                                                   sorted(policy_events.items())), flush=True)
         g0_global = measure.global_tx_mbytes(fn, group0)
+        fabric_tx = measure.fabric_tx_mbytes(fn)
         timings = dict(fn.timings)
         settings = fn.settings()
         per_flow, series, errors = {}, {}, {}
@@ -178,6 +179,7 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
         cnms_generated=cnms, group_modifies=mods, ovs_send_error_lines=send_errors,
         policy_events=policy_events,
         group0_switches=group0, group0_accepted_mbps=g0, group0_global_tx_mbytes=g0_global,
+        fabric_tx_mbytes=fabric_tx,
         p_samples=p_series,
         # Median P over the steady window per (group-0 switch, port): where QCN-SW settled.
         group0_p_median={f"{sw}:{port}": round(statistics.median(v), 1)

@@ -288,6 +288,22 @@ class Summaries(unittest.TestCase):
                       "12.00 Mb/s", out.getvalue())
         self.assertIn("minimal 8.00", out.getvalue())
 
+    def test_ports_carrying_counts_data_ports_not_control_or_acks(self):
+        # Two data ports, an ACK port (3 % of a data port's bytes), an LLDP-only port.
+        tx = {"a:1": 6.4, "a:2": 2.2, "b:1": 0.19, "b:2": 0.001, "c:1": None}
+        self.assertEqual(measure.ports_carrying(tx), 2)
+        self.assertEqual(measure.ports_carrying(tx, share=0.02), 3)
+        self.assertIsNone(measure.ports_carrying({"a:1": None}))
+        self.assertIsNone(measure.ports_carrying({"a:1": 0.0}))
+        result = RunResult(
+            mode="drb", rep=0, seed=1, flows=[], per_flow_mbps={"a->b": 1.0}, agg_series=[],
+            errors={}, timings={}, cnms_generated=None, group_modifies=None,
+            ovs_send_error_lines=None, group0_switches=[], group0_accepted_mbps={},
+            group0_global_tx_mbytes={}, p_samples=[], group0_p_median={}, csv="x.csv",
+            p_csv=None, settings={}, fabric_tx_mbytes=tx)
+        self.assertEqual(result.to_json()["fabric_ports_carrying"], 2)
+        self.assertEqual(result.to_json()["fabric_tx_mbytes"], tx)
+
     def test_ramp_is_the_first_second_at_the_windows_level(self):
         # Window (5, 10]: median 100, so the ramp ends at the first second ≥ 90.
         series = [(1, 10.0), (2, 40.0), (3, 95.0), (4, 80.0), (5, 91.0), (6, 100.0),
