@@ -63,12 +63,13 @@ class DrbTests(FabricTestCase):
         used_drb = drb["runs"][0]["fabric_ports_carrying"]
         t(f"fabric ports carrying data: minimal {used_mn}, drb {used_drb}", self.t0)
         self.assertGreater(used_drb, used_mn, "DRB moved no data onto another path")
-        # DRB's aggregate against dimension order in one 10 s run: 0.88-0.95 under `make test`,
-        # whose debug agent takes about half a core (six runs, CI's included: drb 50.0-53.6,
+        # DRB's aggregate against dimension order in one 10 s run: 0.86-0.95 under `make test`,
+        # whose debug agent takes about half a core (twelve runs, CI's included: drb 48.8-53.6,
         # minimal 56.1-56.8), 0.93-1.0 with release binaries (four runs), on this 2-core
-        # machine where ovs-vswitchd takes 87-107 % of a core. Asserted: no collapse; the
-        # ratio itself lives in README's three-run medians.
-        self.assertGreaterEqual(drb["aggregate_mbps"], 0.85 * mn["aggregate_mbps"])
+        # machine where ovs-vswitchd takes 87-107 % of a core. Asserted: no collapse (a path
+        # that black-holed its streams would cost far more); the ratio itself lives in README's
+        # three-run medians.
+        self.assertGreaterEqual(drb["aggregate_mbps"], 0.8 * mn["aggregate_mbps"])
 
 if __name__ == "__main__":
     unittest.main()
