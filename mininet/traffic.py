@@ -69,6 +69,14 @@ def bound(spec, name, seed, rates, routings=BOUND_ROUTINGS):
 DEFAULT_TCP_CC = "cubic"
 
 
+def client_shell(go, iperf_args):
+    """One iperf3 client's shell command: wait for the `go` file, then iperf3 at nice 19.
+    iperf3 3.12's client busy-loops in pselect until the server's control message arrives,
+    which a congested fabric delays; at normal priority the spinning clients starve
+    ovs-vswitchd and the fabric slows further (mininet/README.md "Traffic notes")."""
+    return f"while [ ! -e {go} ]; do sleep 0.02; done; exec nice -n 19 iperf3 {iperf_args}"
+
+
 def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=None,
               cc=DEFAULT_TCP_CC, client_args=()):
     """Runs one iperf3 TCP flow per (src, dst); returns {flow_label: receiver's JSON path}.
@@ -106,10 +114,9 @@ def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=No
     for i, (src, dst) in enumerate(flows):
         path = outdir / f"flow{i:03d}.client.json"
         ip = fn.fabric.host(dst)["ip"]
-        cmd = (f"while [ ! -e {go} ]; do sleep 0.02; done; exec iperf3 -c {ip} "
-               f"-p {base_port + i} -t {duration} -P {streams} -i 1 --json "
-               f"--connect-timeout 5000{f' -C {cc}' if cc else ''}"
-               f"{''.join(' ' + a for a in client_args)}")
+        cmd = client_shell(go, f"-c {ip} -p {base_port + i} -t {duration} -P {streams} -i 1 "
+                                f"--json --connect-timeout 5000{f' -C {cc}' if cc else ''}"
+                                f"{''.join(' ' + a for a in client_args)}")
         with open(path, "w") as out:
             clients.append(fn.host_popen(fn.node(src), ["sh", "-c", cmd],
                                          stdout=out, stderr=subprocess.STDOUT))

@@ -288,6 +288,12 @@ class Summaries(unittest.TestCase):
                       "12.00 Mb/s", out.getvalue())
         self.assertIn("minimal 8.00", out.getvalue())
 
+    def test_iperf3_clients_wait_for_go_then_run_at_the_lowest_priority(self):
+        cmd = traffic.client_shell("/tmp/x/go", "-c 10.0.0.1 -p 5301")
+        wait, _, run = cmd.partition("; done; ")
+        self.assertIn("while [ ! -e /tmp/x/go ]", wait)
+        self.assertEqual(run, "exec nice -n 19 iperf3 -c 10.0.0.1 -p 5301")
+
     def test_ports_carrying_counts_data_ports_not_control_or_acks(self):
         # Two data ports, an ACK port (3 % of a data port's bytes), an LLDP-only port.
         tx = {"a:1": 6.4, "a:2": 2.2, "b:1": 0.19, "b:2": 0.001, "c:1": None}
