@@ -71,9 +71,9 @@ DEFAULT_TCP_CC = "cubic"
 
 def client_shell(go, iperf_args):
     """One iperf3 client's shell command: wait for the `go` file, then iperf3 at nice 19.
-    iperf3 3.12's client busy-loops in pselect until the server's control message arrives,
-    which a congested fabric delays; at normal priority the spinning clients starve
-    ovs-vswitchd and the fabric slows further (mininet/README.md "Traffic notes")."""
+    iperf3 3.12's client can busy-loop in pselect on a congested fabric; at normal priority the
+    spinning clients starve ovs-vswitchd and the fabric slows further (mininet/README.md
+    "Traffic notes")."""
     return f"while [ ! -e {go} ]; do sleep 0.02; done; exec nice -n 19 iperf3 {iperf_args}"
 
 
