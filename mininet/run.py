@@ -141,6 +141,10 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
             r is not None for r in retrans) else None
         if retrans is not None:
             print(f"   TCP retransmissions (all senders): {retrans}", flush=True)
+        if errors:
+            print(f"   warning: {len(errors)} of {len(files)} iperf3 sessions failed (e.g. "
+                  f"{next(iter(errors.values()))!r}): this run's aggregate counts only what "
+                  f"was delivered before", flush=True)
         sw_rates = sampler.rates_mbps()
         p_series = sampler.p_series()
     port_stats = (port_report(ps_csv, outdir / f"{mode.name}-r{rep}-report", ps_sampler)

@@ -355,7 +355,7 @@ class Matrix(unittest.TestCase):
                              "runs_mbps": {"1": 35.0, "2": 30.0, "3": 40.0}},
                  "qcnsw-combined": {"aggregate_mbps": 42.0, "fraction_of_optimum": 0.686,
                                     "runs_mbps": {"1": 42.0, "2": 39.0, "3": 44.0},
-                                    "ramp_s": 7}}}},
+                                    "ramp_s": 7, "iperf3_failed_seeds": [2, 3]}}}},
             {"fabric": "fattree:k=4,n=2", "traffic": "adv+h", "rates": "5/5",
              "error": "ValueError: adv+h needs a Dragonfly, not fattree:k=4,n=2"},
         ]
@@ -368,7 +368,8 @@ class Matrix(unittest.TestCase):
         self.assertEqual(q[6], 7)
         text = matrix.table(cells)
         self.assertIn("| dragonfly:p=1,a=2,h=3 | adv+1 | 10/2.5 | 61.25 | qcnsw-combined | 42.00 "
-                      "| 0.686 | 2.400 | 1.200 | 1.200 | 7 |  |", text)
+                      "| 0.686 | 2.400 | 1.200 | 1.200 | 7 | iperf3 sessions failed in seed 2, 3 |",
+                      text)
         self.assertIn("| dragonfly:p=1,a=2,h=3 | adv+1 | 10/2.5 | 61.25 | minimal | 17.50 "
                       "| 0.286 | 1.000 | 0.500 | 0.500 | - |  |", text)
         self.assertIn("| fattree:k=4,n=2 | adv+h | 5/5 | - | - | - | - | - | - | - | - | ValueError: "
@@ -383,9 +384,11 @@ class Matrix(unittest.TestCase):
         self.assertAlmostEqual(matrix.paired_ratio({1: 12.0, 4: 1.0}, [{1: 10.0}, {1: 8.0}]), 1.2)
         self.assertIsNone(matrix.paired_ratio({5: 1.0}, [{1: 10.0}, {}]))
         self.assertIsNone(matrix.paired_ratio({}, [minimal]))
-        mode = {"aggregate_mbps": 9.0, "ramp_s": 4, "runs": [{"seed": 1, "aggregate_mbps": 9.0},
-                                                             {"seed": 2, "aggregate_mbps": 18.0}]}
+        mode = {"aggregate_mbps": 9.0, "ramp_s": 4,
+                "runs": [{"seed": 1, "aggregate_mbps": 9.0, "errors": {"a->b": "closed"}},
+                         {"seed": 2, "aggregate_mbps": 18.0, "errors": {}}]}
         self.assertEqual(matrix.mode_summary(mode)["runs_mbps"], {"1": 9.0, "2": 18.0})
+        self.assertEqual(matrix.mode_summary(mode)["iperf3_failed_seeds"], [1])
         self.assertEqual(matrix.mode_summary(mode)["ramp_s"], 4)
 
     def test_dry_run_lists_every_cell(self):
