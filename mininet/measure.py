@@ -192,9 +192,8 @@ class SwitchSampler:
 
 
 def _tx_mbytes(fn, keep):
-    """{"SWITCH:PORT": MB sent since the network came up} for both ends of every
-    switch-to-switch link `keep(link)` accepts, among the switches `keep` allows (None if an
-    interface's counter cannot be read)."""
+    """{"SWITCH:PORT": MB sent since the network came up} for every end (link, switch) of a
+    switch-to-switch link that `keep(link, switch)` accepts (None if the counter is unreadable)."""
     out = {}
     for link in fn.fabric.links:
         for sw, port in ((link["a"], link["a_port"]), (link["b"], link["b_port"])):
@@ -223,10 +222,8 @@ def ports_carrying(tx_mbytes, share=0.1):
     puts traffic on (control frames — LLDP, ARP, CNMs — stay far below any share of a data
     link's). None without a readable counter."""
     vals = [v for v in tx_mbytes.values() if v is not None]
-    if not vals or max(vals) <= 0:
-        return None
-    top = max(vals)
-    return sum(1 for v in vals if v >= share * top)
+    top = max(vals, default=0.0)
+    return sum(1 for v in vals if v >= share * top) if top > 0 else None
 
 
 class CpuMeter:
