@@ -157,6 +157,12 @@ MODES = {m.name: m for m in (
          "qcnsw-combined with the candidates' congestion weighed x2 (fbcomp_nonminimal_factor)",
          program="controller", agent_variant="combined",
          agent={"policy.fbcomp_nonminimal_factor": 2.0}),
+    # The feedback comparison reading each port's running mean of Fb (weight 0.1 per value)
+    # instead of single values (policy.fbcomp_smoothing).
+    Mode("qcnsw-combined-smooth",
+         "qcnsw-combined comparing running means of Fb (fbcomp_smoothing = 0.1)",
+         program="controller", agent_variant="combined",
+         agent={"policy.fbcomp_smoothing": 0.1}),
     # A sample after the port's qdisc dropped frames reads the queue as full: TCP streams that
     # lost frames back off and leave the queue short while the link starves.
     Mode("qcnsw-combined-dropsfull",

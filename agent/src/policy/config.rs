@@ -146,6 +146,19 @@ pub struct PolicyConfig {
     /// in three of four patterns, the other matrix cells within ±3 % (mininet/README.md "The
     /// matrix"). Equal-cost decision points (every candidate minimal) always compare 1:1.
     pub fbcomp_nonminimal_factor: f64,
+    /// Smoothing of the feedback comparison (fabricflow's addition; 0 = off, the comparison
+    /// reads single Fb values): the weight of a new Fb in each port's running mean, which the
+    /// comparison reads for the charged port and its candidates instead of the CNM's Fb and the
+    /// candidates' last values; a cut is the CNM's Fb times the mean's relative excess over the
+    /// reference. A mean decays towards 0 with the Fb age limit as time constant. Single values
+    /// of equally congested ports exceed one another half the time, and on a Dragonfly whose
+    /// global links are the bottleneck of minimal routing too (p > h) every such cut diverts
+    /// traffic onto two global links: simulated, uniform at 0.8 on five such Dragonflies
+    /// 0.887–0.936 of minimal with 0, 0.963–0.990 with 0.1, at 1–7 % off the ADV+h cells
+    /// (sim/RESULTS.md §g "Tapered Dragonflies"). Default 0: on Mininet it takes Dragonfly(2,4,2)
+    /// ADV+1 at 10 / 2.5 from 0.95× to 0.59× Valiant (mininet/README.md "A smoothed feedback
+    /// comparison").
+    pub fbcomp_smoothing: f64,
     /// Whether a CNM that the comparison answers by holding P (the dead band between its two
     /// references) restarts the port's byte counter and idle timer (the published rule restarts
     /// on every CNM). QCN's reaction point counts octets since its last *rate decrease*, and there
@@ -301,6 +314,7 @@ impl PolicyConfig {
             source_on_route: false,
             fbcomp_reference: FbReference::FabricAverage,
             fbcomp_nonminimal_factor: 1.0,
+            fbcomp_smoothing: 0.0,
             dead_band_restarts_counter: true,
             detour_cnm_feedback: false,
             charge_detour_cnms: true,
@@ -415,6 +429,12 @@ impl PolicyConfig {
             "policy.fbcomp_nonminimal_factor",
             self.fbcomp_nonminimal_factor,
             "1 ≤ factor ≤ 8",
+        )?;
+        check(
+            self.fbcomp_smoothing.is_finite() && (0.0..=1.0).contains(&self.fbcomp_smoothing),
+            "policy.fbcomp_smoothing",
+            self.fbcomp_smoothing,
+            "0 ≤ weight ≤ 1",
         )?;
         check(
             self.yield_window_line_bytes > 0,

@@ -85,6 +85,9 @@ struct PortState {
     own_fb: u8,
     /// When `own_fb` was stored.
     own_fb_at_ns: u64,
+    /// Running mean of the port's Fb values (`fbcomp_smoothing`), and when it was last updated.
+    fb_mean: f64,
+    fb_mean_at_ns: u64,
     /// Indices of the port's non-minimal candidates (`fbcomp_reference = candidates`).
     candidates: Vec<usize>,
     /// The candidates are minimal too (an equal-cost decision point): no detour stretch.
@@ -121,6 +124,8 @@ impl PortState {
             fb_at_ns: 0,
             own_fb: 0,
             own_fb_at_ns: 0,
+            fb_mean: 0.0,
+            fb_mean_at_ns: 0,
             candidates: Vec::new(),
             equal_cost: false,
             timer_base_ns: None,
@@ -454,7 +459,8 @@ impl Policy {
         let held = self.held_total();
         if self.cfg.source_comparison && self.cfg.variant.feedback_comparison() {
             let (lo, hi) = self.reference_counted(i, now_ns);
-            self.compare(i, port, q, lo, hi, now_ns, out);
+            let fb = self.compared_fb(i, q, now_ns);
+            self.compare_value(i, port, fb, q, lo, hi, now_ns, out);
         } else {
             self.decrease(i, port, f64::from(q), Cause::SourceDecrease, now_ns, out);
         }
@@ -532,17 +538,22 @@ impl Policy {
         self.fb_sum = self.fb_sum - u32::from(st.last_fb) + u32::from(q);
         st.last_fb = q;
         st.fb_at_ns = now_ns;
+        let w = self.cfg.fbcomp_smoothing;
+        Self::add_to_mean(st, q, w, now_ns);
         let (lo, hi) = self.reference_counted(i, now_ns);
-        self.compare(i, port, q, lo, hi, now_ns, out);
+        let fb = self.compared_fb(i, q, now_ns);
+        self.compare_value(i, port, fb, q, lo, hi, now_ns, out);
     }
 
     fn on_congestion_observed(&mut self, port: PortNo, qntz_fb: u8, now_ns: u64) {
         let Some(i) = self.lookup(port) else { return };
         tracing::trace!(port, fb = qntz_fb, "congestion observed");
         self.counters.congestion_observed += 1;
+        let w = self.cfg.fbcomp_smoothing;
         if let Some(st) = self.state.get_mut(i) {
             st.own_fb = qntz_fb.min(MAX_QNTZ_FB);
             st.own_fb_at_ns = now_ns;
+            Self::add_to_mean(st, st.own_fb, w, now_ns);
         }
     }
 
@@ -624,37 +635,84 @@ impl Policy {
         if cands.is_empty() {
             return None;
         }
-        let sum: u32 = cands
+        let smoothed = self.cfg.fbcomp_smoothing > 0.0;
+        let sum: f64 = cands
             .iter()
             .filter_map(|&c| self.state.get(c))
-            .map(|c| Self::fresh_congestion(c, now_ns))
+            .map(|c| {
+                if smoothed {
+                    Self::mean_at(c, now_ns)
+                } else {
+                    f64::from(Self::fresh_congestion(c, now_ns))
+                }
+            })
             .sum();
         #[allow(clippy::cast_precision_loss)] // a switch has far fewer than 2^52 ports
         let n = cands.len() as f64;
-        Some(f64::from(sum) / n)
+        Some(sum / n)
     }
 
     /// The comparison itself (DESIGN §5): Fb(p) ≤ `lo` + th1 raises P, Fb(p) > `hi` + th2 cuts
-    /// it by Fb(p) − `hi`, anything between is the dead band.
+    /// it by Fb(p) − `hi`, anything between is the dead band. With `fbcomp_smoothing`, Fb(p) is
+    /// the port's running mean and the cut is the CNM's `q` × (Fb(p) − `hi`) / Fb(p).
     #[allow(clippy::too_many_arguments)] // one comparison's inputs; a struct would only rename them
-    fn compare(
+    fn compare_value(
         &mut self,
         i: usize,
         port: PortNo,
+        fb: f64,
         q: u8,
         lo: f64,
         hi: f64,
         now_ns: u64,
         out: &mut Effects,
     ) {
-        let fb = f64::from(q);
-        tracing::trace!(port, fb = q, lo, hi, "feedback comparison");
+        tracing::trace!(port, fb, lo, hi, "feedback comparison");
         if fb <= lo + self.cfg.fbcomp_th1 {
             self.increase(i, port, 1, Cause::FeedbackIncrease, now_ns, out);
         } else if fb > hi + self.cfg.fbcomp_th2 {
-            self.decrease(i, port, fb - hi, Cause::FeedbackDecrease, now_ns, out);
+            // Smoothed, the mean's excess is a share of the mean and the CNM's own Fb is cut by
+            // that share: a port consistently above its reference is cut as hard as without
+            // smoothing, one only as congested as its reference barely at all.
+            let amount = if self.cfg.fbcomp_smoothing > 0.0 {
+                f64::from(q) * (fb - hi) / fb
+            } else {
+                fb - hi
+            };
+            self.decrease(i, port, amount, Cause::FeedbackDecrease, now_ns, out);
         } else {
             self.counters.dead_band += 1;
+        }
+    }
+
+    /// What the comparison reads as port `i`'s Fb for a CNM carrying `q`: `q`, or with
+    /// `fbcomp_smoothing` the port's running mean.
+    fn compared_fb(&self, i: usize, q: u8, now_ns: u64) -> f64 {
+        match self.state.get(i) {
+            Some(st) if self.cfg.fbcomp_smoothing > 0.0 => Self::mean_at(st, now_ns),
+            _ => f64::from(q),
+        }
+    }
+
+    /// Adds Fb `q` to a port's running mean with weight `w` (nothing when `w` is 0).
+    fn add_to_mean(st: &mut PortState, q: u8, w: f64, now_ns: u64) {
+        if w <= 0.0 {
+            return;
+        }
+        st.fb_mean = (1.0 - w) * Self::mean_at(st, now_ns) + w * f64::from(q);
+        st.fb_mean_at_ns = now_ns;
+    }
+
+    /// A port's running mean at `now_ns`, decayed since its last value with the Fb age limit
+    /// as time constant.
+    fn mean_at(st: &PortState, now_ns: u64) -> f64 {
+        match st.fb_max_age_ns {
+            Some(age) if age > 0 => {
+                #[allow(clippy::cast_precision_loss)] // ns spans far below 2^52
+                let x = now_ns.saturating_sub(st.fb_mean_at_ns) as f64 / age as f64;
+                st.fb_mean * (-x).exp()
+            }
+            _ => st.fb_mean,
         }
     }
 

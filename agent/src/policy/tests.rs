@@ -621,20 +621,24 @@ mod props {
                 FbReference::Candidates,
                 FbReference::Both,
             ]),
+            prop_oneof![Just(0.0), 0.01f64..=1.0],
         )
             .prop_map(
-                |(variant, update, p_min, timer, th1, th2, age, srccmp, reference)| PolicyConfig {
-                    variant,
-                    update,
-                    p_min_percent: p_min,
-                    increase_timer_line_bytes: timer.map(|t| t * US_AT_10G),
-                    fbcomp_th1: th1.min(th2),
-                    fbcomp_th2: th2,
-                    fb_max_age_line_bytes: age * US_AT_10G,
-                    source_comparison: srccmp,
-                    fbcomp_reference: reference,
-                    byte_limit_bytes: 10_000,
-                    ..PolicyConfig::published()
+                |(variant, update, p_min, timer, th1, th2, age, srccmp, reference, smoothing)| {
+                    PolicyConfig {
+                        variant,
+                        update,
+                        p_min_percent: p_min,
+                        increase_timer_line_bytes: timer.map(|t| t * US_AT_10G),
+                        fbcomp_th1: th1.min(th2),
+                        fbcomp_th2: th2,
+                        fb_max_age_line_bytes: age * US_AT_10G,
+                        source_comparison: srccmp,
+                        fbcomp_reference: reference,
+                        fbcomp_smoothing: smoothing,
+                        byte_limit_bytes: 10_000,
+                        ..PolicyConfig::published()
+                    }
                 },
             )
     }
@@ -862,6 +866,70 @@ fn nonminimal_factor_scales_the_candidates_except_at_equal_cost_points() {
     }
     .validate()
     .is_err());
+}
+
+/// `fbcomp_smoothing`: the comparison reads each port's running mean of Fb, not the last value,
+/// and a mean decays with the Fb age limit as its time constant.
+#[test]
+fn smoothing_compares_running_means() {
+    let cfg = PolicyConfig {
+        fbcomp_smoothing: 0.5,
+        ..cfg_both()
+    };
+    let mut pol = policy(cfg.clone(), &[1, 2, 3, 4]);
+    pol.set_candidates([(1, &[2][..])]);
+    // A first 40 on port 1 against a quiet candidate: the mean is 20 against the average
+    // 40 / 4 = 10, an excess of half the mean, so the cut is half the CNM's 40: 20 units.
+    pol.handle(cnm(1, 40), 0);
+    let p1 = 100.0 * (1.0 - GD * 20.0);
+    assert_eq!(p(&pol, 1), p1);
+    // A second 40: the mean is 30, two thirds of it above the reference: a cut of 80 / 3.
+    pol.handle(cnm(1, 40), 0);
+    let p2 = p1 * (1.0 - GD * 80.0 / 3.0);
+    assert!((p(&pol, 1) - p2).abs() < 1e-9);
+    // The candidate's own 40 twice: its mean 30 is the reference, and a third 40 on port 1
+    // (mean 35) is cut by 40 × 5 / 35, where the last values (40 against 40) would hold P.
+    for _ in 0..2 {
+        pol.handle(
+            Event::CongestionObserved {
+                port: 2,
+                qntz_fb: 40,
+            },
+            0,
+        );
+    }
+    assert_eq!(pol.candidate_congestion(1, 0), Some(30.0));
+    pol.handle(cnm(1, 40), 0);
+    assert!((p(&pol, 1) - p2 * (1.0 - GD * 40.0 / 7.0)).abs() < 1e-9);
+    // A CNM at or below the average raises P, as without smoothing.
+    let before = p(&pol, 1);
+    pol.handle(cnm(3, 4), 0);
+    assert_eq!(p(&pol, 3), 100.0);
+    assert!(p(&pol, 1) == before);
+    // Without an age limit a mean holds; with one it decays: e^-1 of it one age later.
+    let aged = PolicyConfig {
+        fb_max_age_line_bytes: 100 * US_AT_10G,
+        ..cfg.clone()
+    };
+    let mut pol = policy(aged, &[1, 2, 3, 4]);
+    pol.set_candidates([(1, &[2][..])]);
+    pol.handle(
+        Event::CongestionObserved {
+            port: 2,
+            qntz_fb: 40,
+        },
+        0,
+    );
+    let c = pol.candidate_congestion(1, 100_000).unwrap();
+    assert!((c - 20.0 * (-1.0f64).exp()).abs() < 1e-9, "{c}");
+    for bad in [-0.1, 1.5, f64::NAN] {
+        assert!(PolicyConfig {
+            fbcomp_smoothing: bad,
+            ..cfg.clone()
+        }
+        .validate()
+        .is_err());
+    }
 }
 
 /// `byte_limit_buffer_drains` raises the byte limit of a deep-buffered port only, also across a
