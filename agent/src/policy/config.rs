@@ -154,7 +154,7 @@ pub struct PolicyConfig {
     /// of equally congested ports exceed one another half the time, and on a Dragonfly whose
     /// global links are the bottleneck of minimal routing too (p > h) every such cut diverts
     /// traffic onto two global links: simulated, uniform at 0.8 on five such Dragonflies
-    /// 0.887–0.936 of minimal with 0, 0.963–0.990 with 0.1, at 1–7 % off the ADV+h cells
+    /// 0.887–0.936 of minimal with 0, 0.963–0.990 with 0.1, its ADV+h cells −7 to +2 %
     /// (sim/RESULTS.md §g "Tapered Dragonflies"). Default 0: on Mininet it takes Dragonfly(2,4,2)
     /// ADV+1 at 10 / 2.5 from 0.95× to 0.59× Valiant (mininet/README.md "A smoothed feedback
     /// comparison").

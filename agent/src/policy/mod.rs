@@ -635,7 +635,7 @@ impl Policy {
         if cands.is_empty() {
             return None;
         }
-        let smoothed = self.cfg.fbcomp_smoothing > 0.0;
+        let smoothed = self.smoothed();
         let sum: f64 = cands
             .iter()
             .filter_map(|&c| self.state.get(c))
@@ -674,7 +674,7 @@ impl Policy {
             // Smoothed, the mean's excess is a share of the mean and the CNM's own Fb is cut by
             // that share: a port consistently above its reference is cut as hard as without
             // smoothing, one only as congested as its reference barely at all.
-            let amount = if self.cfg.fbcomp_smoothing > 0.0 {
+            let amount = if self.smoothed() {
                 f64::from(q) * (fb - hi) / fb
             } else {
                 fb - hi
@@ -685,11 +685,16 @@ impl Policy {
         }
     }
 
+    /// Whether the comparison reads running means (`fbcomp_smoothing`).
+    fn smoothed(&self) -> bool {
+        self.cfg.fbcomp_smoothing > 0.0
+    }
+
     /// What the comparison reads as port `i`'s Fb for a CNM carrying `q`: `q`, or with
     /// `fbcomp_smoothing` the port's running mean.
     fn compared_fb(&self, i: usize, q: u8, now_ns: u64) -> f64 {
         match self.state.get(i) {
-            Some(st) if self.cfg.fbcomp_smoothing > 0.0 => Self::mean_at(st, now_ns),
+            Some(st) if self.smoothed() => Self::mean_at(st, now_ns),
             _ => f64::from(q),
         }
     }
