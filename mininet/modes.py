@@ -163,6 +163,13 @@ MODES = {m.name: m for m in (
          "qcnsw-combined comparing running means of Fb (fbcomp_smoothing = 0.1)",
          program="controller", agent_variant="combined",
          agent={"policy.fbcomp_smoothing": 0.1}),
+    # A comparison's cut only while the port's running excess over its reference is positive
+    # (policy.fbcomp_persistent_excess).
+    Mode("qcnsw-combined-persist",
+         "qcnsw-combined cutting only ports persistently above their reference "
+         "(fbcomp_persistent_excess)",
+         program="controller", agent_variant="combined",
+         agent={"policy.fbcomp_persistent_excess": True}),
     # A sample after the port's qdisc dropped frames reads the queue as full: TCP streams that
     # lost frames back off and leave the queue short while the link starves.
     Mode("qcnsw-combined-dropsfull",

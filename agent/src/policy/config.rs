@@ -159,6 +159,21 @@ pub struct PolicyConfig {
     /// ADV+1 at 10 / 2.5 from 0.95× to 0.59× Valiant (mininet/README.md "A smoothed feedback
     /// comparison").
     pub fbcomp_smoothing: f64,
+    /// Whether a comparison's cut needs the port persistently above its reference
+    /// (fabricflow's addition; default false): each port keeps a running mean of its excess
+    /// Fb(p) − reference over the CNMs compared on it (weight 1/16 per CNM, restarted once older
+    /// than the Fb age limit), and a CNM above the reference cuts only while that mean, before
+    /// it, is positive; otherwise P holds (counted as dead band). Two equally congested ports'
+    /// single Fb values exceed one another about half the time, and on a Dragonfly whose global
+    /// links bound minimal routing too (p > h) each such cut diverts traffic onto two global
+    /// links; a port that minimal traffic overloads stays above its candidates on average, and
+    /// its first CNMs cut as before. Simulated, 62 cells of 11 Dragonflies: 6 cells more than
+    /// 5 % under the better of minimal and Valiant without it (lowest 0.870), 1 with it (0.911);
+    /// 40 cells of 5 further Dragonflies with hotspot, seed 2: 10 (0.293) and 3 (0.465)
+    /// (sim/RESULTS.md §g "A cut needs a persistent excess"). Off: on Mininet, where TCP keeps
+    /// the candidates' queues full, it is lower in six of seven cells by up to 6 %
+    /// (mininet/README.md "A cut needs a persistent excess").
+    pub fbcomp_persistent_excess: bool,
     /// Whether a CNM that the comparison answers by holding P (the dead band between its two
     /// references) restarts the port's byte counter and idle timer (the published rule restarts
     /// on every CNM). QCN's reaction point counts octets since its last *rate decrease*, and there
@@ -315,6 +330,7 @@ impl PolicyConfig {
             fbcomp_reference: FbReference::FabricAverage,
             fbcomp_nonminimal_factor: 1.0,
             fbcomp_smoothing: 0.0,
+            fbcomp_persistent_excess: false,
             dead_band_restarts_counter: true,
             detour_cnm_feedback: false,
             charge_detour_cnms: true,

@@ -31,6 +31,9 @@
 //!   candidates (see [`Policy::set_candidates`]): per candidate c the larger of its fresh stored Fb
 //!   (received) and its fresh own Fb ([`Event::CongestionObserved`]), averaged over the
 //!   candidates. A port without known candidates falls back to Fb_avg.
+//! - `fbcomp_persistent_excess` (fabricflow's addition, off by default): a CNM above the cut
+//!   reference cuts only while the port's running mean of its excess over that reference (weight
+//!   1/16, restarted after the Fb age limit) was positive before it; otherwise P holds.
 //! - **Byte counter**: bytes sent on p accumulate; each full byte limit B (`byte_limit_bytes`,
 //!   raised to `byte_limit_buffer_drains` of p's buffer) gives one increase and is consumed
 //!   (the remainder carries over, so a batched `BytesSent` of k·B bytes gives exactly k
@@ -68,6 +71,10 @@ use crate::error::ConfigError;
 use crate::link::PortLinks;
 use crate::PortNo;
 
+/// Weight of a new comparison's excess in a port's running mean (`fbcomp_persistent_excess`):
+/// about the last sixteen CNMs charged to the port.
+const EXCESS_WEIGHT: f64 = 1.0 / 16.0;
+
 #[derive(Debug, Clone)]
 struct PortState {
     /// P(p), percent.
@@ -88,6 +95,9 @@ struct PortState {
     /// Running mean of the port's Fb values (`fbcomp_smoothing`), and when it was last updated.
     fb_mean: f64,
     fb_mean_at_ns: u64,
+    /// Running mean of the port's excess over its reference in the comparison
+    /// (`fbcomp_persistent_excess`), and when it was last updated; `None` before the first.
+    excess: Option<(f64, u64)>,
     /// Indices of the port's non-minimal candidates (`fbcomp_reference = candidates`).
     candidates: Vec<usize>,
     /// The candidates are minimal too (an equal-cost decision point): no detour stretch.
@@ -126,6 +136,7 @@ impl PortState {
             own_fb_at_ns: 0,
             fb_mean: 0.0,
             fb_mean_at_ns: 0,
+            excess: None,
             candidates: Vec::new(),
             equal_cost: false,
             timer_base_ns: None,
@@ -668,9 +679,10 @@ impl Policy {
         out: &mut Effects,
     ) {
         tracing::trace!(port, fb, lo, hi, "feedback comparison");
+        let persistent = self.excess_persistent(i, fb - hi, now_ns);
         if fb <= lo + self.cfg.fbcomp_th1 {
             self.increase(i, port, 1, Cause::FeedbackIncrease, now_ns, out);
-        } else if fb > hi + self.cfg.fbcomp_th2 {
+        } else if fb > hi + self.cfg.fbcomp_th2 && persistent {
             // Smoothed, the mean's excess is a share of the mean and the CNM's own Fb is cut by
             // that share: a port consistently above its reference is cut as hard as without
             // smoothing, one only as congested as its reference barely at all.
@@ -683,6 +695,26 @@ impl Policy {
         } else {
             self.counters.dead_band += 1;
         }
+    }
+
+    /// Adds `excess` (Fb(p) − the cut reference) to port `i`'s running mean and returns whether
+    /// the mean *before* it was positive (`fbcomp_persistent_excess`; always true when off, for
+    /// the port's first comparison, and for one whose last is older than its Fb age limit).
+    fn excess_persistent(&mut self, i: usize, excess: f64, now_ns: u64) -> bool {
+        if !self.cfg.fbcomp_persistent_excess {
+            return true;
+        }
+        let Some(st) = self.state.get_mut(i) else {
+            return true;
+        };
+        let age = st.fb_max_age_ns;
+        let prev = st
+            .excess
+            .filter(|&(_, at)| age.is_none_or(|a| now_ns.saturating_sub(at) <= a))
+            .map(|(mean, _)| mean);
+        let mean = prev.map_or(excess, |m| m + (excess - m) * EXCESS_WEIGHT);
+        st.excess = Some((mean, now_ns));
+        prev.is_none_or(|m| m > 0.0)
     }
 
     /// Whether the comparison reads running means (`fbcomp_smoothing`).

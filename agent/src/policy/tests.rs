@@ -621,10 +621,21 @@ mod props {
                 FbReference::Candidates,
                 FbReference::Both,
             ]),
-            prop_oneof![Just(0.0), 0.01f64..=1.0],
+            (prop_oneof![Just(0.0), 0.01f64..=1.0], any::<bool>()),
         )
             .prop_map(
-                |(variant, update, p_min, timer, th1, th2, age, srccmp, reference, smoothing)| {
+                |(
+                    variant,
+                    update,
+                    p_min,
+                    timer,
+                    th1,
+                    th2,
+                    age,
+                    srccmp,
+                    reference,
+                    (smoothing, persistent),
+                )| {
                     PolicyConfig {
                         variant,
                         update,
@@ -636,6 +647,7 @@ mod props {
                         source_comparison: srccmp,
                         fbcomp_reference: reference,
                         fbcomp_smoothing: smoothing,
+                        fbcomp_persistent_excess: persistent,
                         byte_limit_bytes: 10_000,
                         ..PolicyConfig::published()
                     }
@@ -934,6 +946,56 @@ fn smoothing_compares_running_means() {
         .validate()
         .is_err());
     }
+}
+
+/// `fbcomp_persistent_excess`: a CNM above its reference cuts only while the port's running
+/// excess over its reference (weight 1/16, before this CNM) is positive; the first CNM, and the
+/// first after the Fb age limit, cut as without it.
+#[test]
+fn cuts_need_a_persistent_excess() {
+    let cfg = PolicyConfig {
+        fbcomp_persistent_excess: true,
+        fb_max_age_line_bytes: 100 * US_AT_10G,
+        ..cfg_both()
+    };
+    let mut pol = policy(cfg, &[1, 2, 3, 4]);
+    pol.set_candidates([(1, &[2][..])]);
+    let observe = |pol: &mut Policy, qntz_fb: u8, at: u64| {
+        pol.handle(Event::CongestionObserved { port: 2, qntz_fb }, at);
+    };
+    // First CNM: 40 against the average 10, a cut by 30 (mean excess 30).
+    pol.handle(cnm(1, 40), 0);
+    let p1 = 100.0 * (1.0 - GD * 30.0);
+    assert_eq!(p(&pol, 1), p1);
+    // The candidate at 60: fifteen CNMs of 40 sit in the dead band (40 between 10 and 60) and
+    // pull the mean excess to -20 + 50 × (15/16)^15 < 0.
+    for k in 1..=15 {
+        observe(&mut pol, 60, k);
+        pol.handle(cnm(1, 40), k);
+    }
+    assert_eq!(p(&pol, 1), p1);
+    // The candidate back at 20: 40 is above it, but the mean before this CNM is negative, so P
+    // holds; the CNM lifts the mean above 0, and the next one cuts by 40 - 20.
+    observe(&mut pol, 20, 16);
+    let held = pol.counters().dead_band;
+    pol.handle(cnm(1, 40), 16);
+    assert_eq!(p(&pol, 1), p1);
+    assert_eq!(pol.counters().dead_band, held + 1);
+    observe(&mut pol, 20, 17);
+    pol.handle(cnm(1, 40), 17);
+    let p2 = p1 * (1.0 - GD * 20.0);
+    assert!((p(&pol, 1) - p2).abs() < 1e-9, "{}", p(&pol, 1));
+    // Drive the mean negative again, then let it age out (100 µs): the next CNM above its
+    // reference cuts at once.
+    for k in 18..=60 {
+        observe(&mut pol, 60, k);
+        pol.handle(cnm(1, 40), k);
+    }
+    assert_eq!(p(&pol, 1), p2);
+    let later = 60 + 100_001;
+    observe(&mut pol, 20, later);
+    pol.handle(cnm(1, 40), later);
+    assert!((p(&pol, 1) - p2 * (1.0 - GD * 20.0)).abs() < 1e-9);
 }
 
 /// `byte_limit_buffer_drains` raises the byte limit of a deep-buffered port only, also across a
