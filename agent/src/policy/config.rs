@@ -171,9 +171,9 @@ pub struct PolicyConfig {
     /// 5 % under the better of minimal and Valiant without it (lowest 0.870), 1 with it (0.911);
     /// 40 cells of 5 further Dragonflies with hotspot, seed 2: 10 (0.293) and 3 (0.465)
     /// (sim/RESULTS.md §g "A cut needs a persistent excess"). Off: on Mininet, where TCP keeps
-    /// the candidates' queues full, it is lower in six of nine side-by-side cell runs (by
-    /// 0.6–6 %), equal in two and higher in one (mininet/README.md "A cut needs a persistent
-    /// excess").
+    /// the candidates' queues full, it is lower in eight of eleven side-by-side cell runs (by
+    /// 0.6–6 %; Dragonfly(2,4,2) ADV+1 by 2.5–3.7 %), equal in two and higher in one
+    /// (mininet/README.md "A cut needs a persistent excess").
     pub fbcomp_persistent_excess: bool,
     /// Whether a CNM that the comparison answers by holding P (the dead band between its two
     /// references) restarts the port's byte counter and idle timer (the published rule restarts
