@@ -248,6 +248,56 @@ class CpuMeter:
                 sub = next((s for s in ("port-stats", "throttle") if s in p.args), None)
                 self.pids.setdefault(sub or name.removeprefix("fabricflow-"), []).append(p.pid)
         self._start = self._read()
+        self._threads_start = self._read_threads()
+        self._machine_start = self._machine()
+
+    def _read_threads(self):
+        """ovs-vswitchd's CPU seconds by thread kind (the main thread, which forwards every
+        non-PMD port, the revalidators that re-translate datapath flows after each GROUP_MOD,
+        the handlers that answer upcalls), digits stripped from the thread names."""
+        out = {}
+        for pid in self.pids.get("ovs-vswitchd", []):
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                        kind = f.read().strip().rstrip("0123456789") or "?"
+                except OSError:
+                    continue
+                v = self._cpu_s(f"{pid}/task/{tid}")
+                if v is not None:
+                    out[kind] = out.get(kind, 0.0) + v
+        return time.monotonic(), out
+
+    @staticmethod
+    def _machine():
+        """/proc/stat's aggregate cpu line: (busy, softirq, total) in ticks, busy excluding idle
+        and iowait."""
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v) - v[3] - v[4], v[6], sum(v)
+
+    def thread_percent(self):
+        """{ovs-vswitchd thread kind: % of one core} since construction (threads that ended
+        in the window are missing from the end reading and so not counted)."""
+        t0, c0 = self._threads_start
+        t1, c1 = self._read_threads()
+        dt = max(t1 - t0, 1e-9)
+        return {k: round(100.0 * (c1[k] - c0.get(k, 0.0)) / dt, 1) for k in sorted(c1)
+                if c1[k] - c0.get(k, 0.0) > 0}
+
+    def machine_percent(self):
+        """The whole machine since construction, in % of one core (200 = both of two cores
+        busy): busy (every process, the veths' softirqs and tc shaping included) and softirq."""
+        b0, s0, t0 = self._machine_start
+        b1, s1, t1 = self._machine()
+        cores = os.cpu_count() or 1
+        dt = max(t1 - t0, 1)
+        return {"machine": round(100.0 * cores * (b1 - b0) / dt, 1),
+                "machine/softirq": round(100.0 * cores * (s1 - s0) / dt, 1)}
 
     def _cpu_s(self, pid):
         try:

@@ -103,6 +103,8 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
         files = traffic.run_iperf(fn, flows, args.duration, fn.tmp / "iperf",
                                   streams=args.streams, on_tick=sampler.sample, cc=args.tcp_cc)
         cpu_percent = cpu.percent()
+        cpu_percent.update({f"ovs-vswitchd/{k}": v for k, v in cpu.thread_percent().items()})
+        cpu_percent.update(cpu.machine_percent())
         ps_sampler = fn.stop_port_stats() if ps_csv else None
         send_errors = ovs_send_errors_since(log_at)
         if send_errors:
