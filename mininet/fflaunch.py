@@ -217,8 +217,11 @@ class FabricNet:
                  workdir=None, verbose=False, controller_port=6653, http_port=18080,
                  agent_http_port=18081, agent_overrides=None, keep_logs=None,
                  controller_settings=None, agent_settings=None, controller_overrides=None,
-                 host_throttle=False):
+                 host_throttle=False, slowest_clock_buffers=False):
         self.spec = spec
+        # State every port's buffer to the agent as long in time as the slowest port's (a probe:
+        # modes.Mode.slowest_clock_buffers).
+        self.slowest_clock_buffers = slowest_clock_buffers
         # `fabricflow-agent throttle` in every host (InfiniBand CC baseline).
         self.host_throttle = host_throttle
         self.throttlers = {}     # host name -> (Popen, status JSON path)
@@ -253,7 +256,8 @@ class FabricNet:
         """A FabricNet set up as the modes.Mode `mode` says."""
         return cls(spec, rates, mode=mode.program, p_minimal=mode.p_minimal,
                    agent_variant=mode.agent_variant, controller_settings=mode.controller,
-                   agent_settings=mode.agent, host_throttle=mode.host_throttle, **kw)
+                   agent_settings=mode.agent, host_throttle=mode.host_throttle,
+                   slowest_clock_buffers=mode.slowest_clock_buffers, **kw)
 
     def settings(self):
         """What this fabric ran with: programming, initial P, agent variant, and the controller's
@@ -529,6 +533,8 @@ class FabricNet:
             **fftoml.parse_sets(os.environ.get("FF_AGENT_SET", "")),
             **self.agent_overrides})
         links = fftopo.port_links(self.fabric, self.rates)
+        if self.slowest_clock_buffers:
+            links = fftopo.on_slowest_clock(links)
         doc["switch"] = [{"name": b, "target": f"unix:/var/run/openvswitch/{b}.mgmt",
                           **({"ports": links[b]} if links.get(b) else {})}
                          for b in bridges]

@@ -219,6 +219,15 @@ def port_links(fabric, rates):
     return {k: sorted(v, key=lambda e: e["port"]) for k, v in out.items()}
 
 
+def on_slowest_clock(links):
+    """`port_links` with every buffer scaled by its port's rate over the slowest port's, so
+    each drains in the slowest port's time: the agent's drain-relative constants (the byte
+    limit, the write interval, Qeq) then run on the slowest queue's clock on every port."""
+    slowest = min(e["rate_mbps"] for ports in links.values() for e in ports)
+    return {b: [{**e, "buffer_bytes": int(e["buffer_bytes"] * e["rate_mbps"] / slowest)}
+                for e in ports] for b, ports in links.items()}
+
+
 def port_role(link, side):
     """The controller's PortRole name of a JSON link's `side` ("a" or "b") port: a Dragonfly's
     and a file fabric's class on both ends; a fat-tree "up" link is up at its a end and down at

@@ -37,6 +37,9 @@ class Mode:
     # IRD per 10 CNMs, rate B/(1+IRD) on the host link's HTB class). Needs CNMs delivered to
     # the hosts (controller `cnm_to_hosts`).
     host_throttle: bool = False
+    # A probe: every port's buffer stated to the agent as long in time as the slowest port's
+    # (fftopo.on_slowest_clock), so its byte limit and write interval run on that clock.
+    slowest_clock_buffers: bool = False
 
     def __post_init__(self):
         if self.program not in ("static", "controller"):
@@ -49,6 +52,8 @@ class Mode:
             raise ValueError(f"mode {self.name}: agent keys need an agent")
         if self.host_throttle and not self.controller.get("cnm_to_hosts"):
             raise ValueError(f"mode {self.name}: host throttlers need cnm_to_hosts")
+        if self.slowest_clock_buffers and not self.agent_variant:
+            raise ValueError(f"mode {self.name}: the slowest clock is the agent's")
 
     def on_controller(self):
         """The same mode programmed by the controller runtime (`run.py --program controller`)."""
@@ -170,6 +175,11 @@ MODES = {m.name: m for m in (
          "(fbcomp_persistent_excess)",
          program="controller", agent_variant="combined",
          agent={"policy.fbcomp_persistent_excess": True}),
+    # A probe: every port's byte limit and write interval on the slowest port's clock
+    # (mininet/README.md "The rise clock on the slowest queue's time").
+    Mode("qcnsw-combined-drainmatch",
+         "qcnsw-combined with every port's buffer stated as the slowest port's drain time",
+         program="controller", agent_variant="combined", slowest_clock_buffers=True),
     # A sample after the port's qdisc dropped frames reads the queue as full: TCP streams that
     # lost frames back off and leave the queue short while the link starves.
     Mode("qcnsw-combined-dropsfull",

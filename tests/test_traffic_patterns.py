@@ -8,6 +8,7 @@ import io
 import os
 import sys
 import tempfile
+import time
 import tomllib
 import unittest
 from collections import Counter
@@ -221,6 +222,18 @@ class Modes(unittest.TestCase):
         ctl = self.net(modes.lookup("valiant", "controller")).controller_config_doc()
         self.assertEqual((ctl["p_minimal_percent"], ctl["lldp_missing_periods"]), (0.0, 15))
 
+    def test_the_slowest_clock_probe_states_buffers_in_the_slowest_ports_time(self):
+        rates = LinkRates(host=10, local=5, glob=2.5, queue_pkts=50)
+        doc = self.net(modes.lookup("qcnsw-combined-drainmatch"), rates).agent_config_doc(
+            ["s0x0"])
+        drain_s = {p["buffer_bytes"] * 8 / (p["rate_mbps"] * 1e6)
+                   for p in doc["switch"][0]["ports"]}
+        self.assertEqual({round(d, 4) for d in drain_s}, {round(50 * 1514 * 8 / 2.5e6, 4)})
+        plain = self.net(modes.lookup("qcnsw-combined"), rates).agent_config_doc(["s0x0"])
+        self.assertEqual({p["buffer_bytes"] for p in plain["switch"][0]["ports"]}, {50 * 1514})
+        with self.assertRaises(ValueError):
+            modes.Mode("x", "a clock without an agent", slowest_clock_buffers=True)
+
     def test_each_mode_has_the_ceiling_of_its_paths(self):
         self.assertEqual(modes.lookup("minimal").ceiling(), "minimal")
         self.assertEqual(modes.lookup("valiant", "controller").ceiling(), "valiant")
@@ -309,6 +322,22 @@ class Summaries(unittest.TestCase):
             p_csv=None, settings={}, fabric_tx_mbytes=tx)
         self.assertEqual(result.to_json()["fabric_ports_carrying"], 2)
         self.assertEqual(result.to_json()["fabric_tx_mbytes"], tx)
+
+    def test_cpu_meter_reads_threads_by_kind_and_the_machine(self):
+        meter = measure.CpuMeter(mock.Mock(procs=[]))
+        # Meter this very process as if it were ovs-vswitchd: its main thread is "python3".
+        meter.pids = {"ovs-vswitchd": [os.getpid()]}
+        meter._threads_start = meter._read_threads()
+        meter._machine_start = meter._machine()
+        end = time.process_time() + 0.3
+        while time.process_time() < end:
+            pass
+        threads = meter.thread_percent()
+        self.assertGreater(threads.get("python", 0.0), 0.0, threads)
+        machine = meter.machine_percent()
+        self.assertGreater(machine["machine"], 0.0)
+        self.assertLessEqual(machine["machine"], 100.0 * (os.cpu_count() or 1) + 1.0)
+        self.assertLessEqual(machine["machine/softirq"], machine["machine"])
 
     def test_ramp_is_the_first_second_at_the_windows_level(self):
         # Window (5, 10]: median 100, so the ramp ends at the first second ≥ 90.
