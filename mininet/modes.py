@@ -180,6 +180,11 @@ MODES = {m.name: m for m in (
     Mode("qcnsw-combined-drainmatch",
          "qcnsw-combined with every port's buffer stated as the slowest port's drain time",
          program="controller", agent_variant="combined", slowest_clock_buffers=True),
+    # A congested sample's Fb scaled by its port's drop rate over its same-rate peers'.
+    Mode("qcnsw-combined-dropfb",
+         "qcnsw-combined with Fb scaled by the port's drop excess (drop_scaled_fb)",
+         program="controller", agent_variant="combined",
+         agent={"runtime.emulated_cp.drop_scaled_fb": True}),
     # A sample after the port's qdisc dropped frames reads the queue as full: TCP streams that
     # lost frames back off and leave the queue short while the link starves.
     Mode("qcnsw-combined-dropsfull",

@@ -205,6 +205,12 @@ pub struct EmulatedCpConfig {
     /// A sample of a port whose qdisc dropped frames since the port's previous sample reads the
     /// queue as full (`crate::cp::sampled_queue_bytes`). Default false.
     pub drops_fill_queue: bool,
+    /// A congested sample's QntzFb is multiplied by its port's drop excess: the port's qdisc
+    /// drop rate (a running mean over about eight gauge periods) over the mean of the switch's
+    /// other ports of the same line rate, each raised by a floor of 0.1 % of the line's
+    /// full-frame rate (`crate::cp::drop_excess`). Default false (mininet/README.md "Fb scaled
+    /// by the port's drop excess").
+    pub drop_scaled_fb: bool,
 }
 
 /// Where the emulated CP taps a port's frames (`runtime.emulated_cp.tap`).
@@ -227,6 +233,7 @@ impl Default for EmulatedCpConfig {
             inject_in_port: None,
             tap: CpTap::Auto,
             drops_fill_queue: false,
+            drop_scaled_fb: false,
         }
     }
 }

@@ -87,6 +87,32 @@ pub fn sampled_queue_bytes(
     }
 }
 
+/// How many times its peers' drop rate a port drops at (`runtime.emulated_cp.drop_scaled_fb`):
+/// `own` over the mean of `peers` (the switch's other ports of the same line rate), both raised
+/// by `floor` so that a port dropping next to silent peers counts by how far it is above a
+/// negligible rate, not infinitely. 1 when the port has no peer to be compared with.
+pub fn drop_excess(own: f64, peers: &[f64], floor: f64) -> f64 {
+    if peers.is_empty() || !own.is_finite() || !floor.is_finite() || floor <= 0.0 {
+        return 1.0;
+    }
+    #[allow(clippy::cast_precision_loss)] // a switch has far fewer than 2^52 ports
+    let mean = peers.iter().filter(|v| v.is_finite()).sum::<f64>() / peers.len() as f64;
+    (own.max(0.0) + floor) / (mean.max(0.0) + floor)
+}
+
+/// A congested sample's QntzFb scaled by its port's drop excess (only upwards, at most
+/// [`MAX_QNTZ_FB`]). With TCP a full queue gives the same Fb whatever load is offered to it,
+/// while its drop rate grows with that load: the excess carries that into the CNM.
+pub fn drop_scaled_qntz_fb(qntz_fb: u8, excess: f64) -> u8 {
+    if !excess.is_finite() || excess <= 1.0 {
+        return qntz_fb;
+    }
+    let v = (f64::from(qntz_fb) * excess).round();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let q = v.min(f64::from(MAX_QNTZ_FB)) as u8;
+    q.max(qntz_fb)
+}
+
 /// Feedback of a sample with queue length `q_bytes` and previous sample's length `q_old_bytes`.
 pub fn feedback(cfg: &CpParams, q_bytes: u64, q_old_bytes: u64) -> Feedback {
     let q = to_i64(q_bytes);
@@ -299,6 +325,25 @@ impl SourceCensus {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn drop_excess_scales_only_above_the_peers() {
+        use super::{drop_excess, drop_scaled_qntz_fb};
+        // No peer: nothing to compare with.
+        assert_eq!(drop_excess(10.0, &[], 0.2), 1.0);
+        // Seven times the peers' mean (the floor small beside both).
+        let e = drop_excess(7.0, &[1.0, 1.0], 0.0001);
+        assert!((e - 7.0).abs() < 0.01, "{e}");
+        // Silent peers: the floor bounds the excess.
+        assert!((drop_excess(1.8, &[0.0, 0.0], 0.2) - 10.0).abs() < 1e-9);
+        // Below the peers: an excess under 1, which never lowers Fb.
+        assert!(drop_excess(1.0, &[3.0], 0.2) < 1.0);
+        assert_eq!(drop_scaled_qntz_fb(26, 0.5), 26);
+        assert_eq!(drop_scaled_qntz_fb(26, 1.5), 39);
+        assert_eq!(drop_scaled_qntz_fb(26, 7.0), super::MAX_QNTZ_FB);
+        assert_eq!(drop_scaled_qntz_fb(26, f64::NAN), 26);
+        assert_eq!(drop_excess(f64::NAN, &[1.0], 0.2), 1.0);
+    }
+
     use super::*;
     use proptest::prelude::*;
 

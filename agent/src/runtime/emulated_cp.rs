@@ -65,6 +65,15 @@ use crate::qdisc::{
 use crate::switch_core::Culprit;
 use crate::PortNo;
 
+/// Weight of a gauge read's drop rate in a port's running mean (`drop_scaled_fb`): about the
+/// last eight reads (0.8 s at the default 100 ms period).
+const DROP_RATE_WEIGHT: f64 = 1.0 / 8.0;
+/// The drop-rate floor of `drop_scaled_fb`, as a fraction of the line's full-frame rate: 0.1 %
+/// loss counts as none.
+const DROP_FLOOR_OF_FRAME_RATE: f64 = 0.001;
+/// A full standard frame on the wire, octets: what the floor's frame rate is counted in.
+const FULL_FRAME_BYTES: f64 = 1514.0;
+
 /// `PACKET_OUTGOING` (linux/if_packet.h).
 const PACKET_OUTGOING: u8 = 4;
 
@@ -386,6 +395,11 @@ struct SwitchCp {
     sample_drops: Vec<Option<u32>>,
     /// `runtime.emulated_cp.drops_fill_queue`.
     drops_fill_queue: bool,
+    /// `runtime.emulated_cp.drop_scaled_fb`; per port its drop rate (drops/s, running mean over
+    /// the gauge reads) and the drop count and time of its previous gauge read.
+    drop_scaled_fb: bool,
+    drop_rate: Vec<f64>,
+    gauge_drops: Vec<Option<(u32, Instant)>>,
     tx: mpsc::Sender<GeneratedCnm>,
     stop: Arc<AtomicBool>,
     status: Arc<Mutex<CpStatus>>,
@@ -437,6 +451,9 @@ impl SwitchCp {
             drops: vec![0; n],
             sample_drops: vec![None; n],
             drops_fill_queue: e.drops_fill_queue,
+            drop_scaled_fb: e.drop_scaled_fb,
+            drop_rate: vec![0.0; n],
+            gauge_drops: vec![None; n],
             ports,
             switch_mac,
             socks,
@@ -452,9 +469,11 @@ impl SwitchCp {
         Ok((cp, CpHandle { stop, status }))
     }
 
-    /// Reads every port's backlog and drops for the metrics and the API.
+    /// Reads every port's backlog and drops for the metrics and the API (and, with
+    /// `drop_scaled_fb`, each port's drop rate).
     fn refresh_gauges(&mut self, qdisc: &mut QdiscReader) {
         let mut errs = 0;
+        let now = Instant::now();
         for (i, p) in self.ports.iter().enumerate() {
             match qdisc.stats(p.ifindex) {
                 Ok(st) => {
@@ -463,6 +482,18 @@ impl SwitchCp {
                     }
                     if let Some(slot) = self.drops.get_mut(i) {
                         *slot = st.drops;
+                    }
+                    if let (Some(prev), Some(rate)) =
+                        (self.gauge_drops.get_mut(i), self.drop_rate.get_mut(i))
+                    {
+                        if let Some((d0, t0)) = *prev {
+                            let dt = now.saturating_duration_since(t0).as_secs_f64();
+                            if dt > 0.0 {
+                                let inst = f64::from(st.drops.wrapping_sub(d0)) / dt;
+                                *rate += (inst - *rate) * DROP_RATE_WEIGHT;
+                            }
+                        }
+                        *prev = Some((st.drops, now));
                     }
                 }
                 Err(_) => errs += 1,
@@ -514,10 +545,33 @@ impl SwitchCp {
         frames
     }
 
+    /// Port `i`'s drop excess over the switch's other ports of its line rate (1 when off).
+    fn drop_excess(&self, i: usize) -> f64 {
+        let (true, Some(p), Some(&own)) = (
+            self.drop_scaled_fb,
+            self.ports.get(i),
+            self.drop_rate.get(i),
+        ) else {
+            return 1.0;
+        };
+        #[allow(clippy::float_cmp)] // the same configured rate, not a computed one
+        let peers: Vec<f64> = self
+            .ports
+            .iter()
+            .zip(&self.drop_rate)
+            .enumerate()
+            .filter(|(j, (q, _))| *j != i && q.link.rate_bps == p.link.rate_bps)
+            .map(|(_, (_, &r))| r)
+            .collect();
+        let floor = DROP_FLOOR_OF_FRAME_RATE * p.link.rate_bps / (8.0 * FULL_FRAME_BYTES);
+        crate::cp::drop_excess(own, &peers, floor)
+    }
+
     /// One frame the filter of port `i` passed.
     fn on_frame(&mut self, i: usize, frame: &[u8], qdisc: &mut QdiscReader, rng: &mut impl Rng) {
         let n = frame.len() as u64;
         let min_sources = self.min_sources;
+        let excess = self.drop_excess(i);
         let (Some(cp), Some(p), Some(&qb), Some((sock, interval))) = (
             self.cps.get_mut(i),
             self.ports.get(i),
@@ -560,7 +614,10 @@ impl SwitchCp {
                 qb
             }
         };
-        let fb = cp.sample(qb, rng.gen());
+        let mut fb = cp.sample(qb, rng.gen());
+        if fb.congested() {
+            fb.qntz_fb = crate::cp::drop_scaled_qntz_fb(fb.qntz_fb, excess);
+        }
         // The next interval may differ (a congested port samples more often); a filter that
         // cannot be replaced keeps drawing at the old one.
         let next = cp.nominal_interval_bytes();
