@@ -325,9 +325,11 @@ impl SourceCensus {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
     #[test]
     fn drop_excess_scales_only_above_the_peers() {
-        use super::{drop_excess, drop_scaled_qntz_fb};
         // No peer: nothing to compare with.
         assert_eq!(drop_excess(10.0, &[], 0.2), 1.0);
         // Seven times the peers' mean (the floor small beside both).
@@ -339,13 +341,10 @@ mod tests {
         assert!(drop_excess(1.0, &[3.0], 0.2) < 1.0);
         assert_eq!(drop_scaled_qntz_fb(26, 0.5), 26);
         assert_eq!(drop_scaled_qntz_fb(26, 1.5), 39);
-        assert_eq!(drop_scaled_qntz_fb(26, 7.0), super::MAX_QNTZ_FB);
+        assert_eq!(drop_scaled_qntz_fb(26, 7.0), MAX_QNTZ_FB);
         assert_eq!(drop_scaled_qntz_fb(26, f64::NAN), 26);
         assert_eq!(drop_excess(f64::NAN, &[1.0], 0.2), 1.0);
     }
-
-    use super::*;
-    use proptest::prelude::*;
 
     const MID: u32 = 1 << 31;
 

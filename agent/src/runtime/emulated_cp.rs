@@ -396,10 +396,10 @@ struct SwitchCp {
     /// `runtime.emulated_cp.drops_fill_queue`.
     drops_fill_queue: bool,
     /// `runtime.emulated_cp.drop_scaled_fb`; per port its drop rate (drops/s, running mean over
-    /// the gauge reads) and the drop count and time of its previous gauge read.
+    /// the gauge reads, from `drops` between two of them), and when the last gauge read was.
     drop_scaled_fb: bool,
     drop_rate: Vec<f64>,
-    gauge_drops: Vec<Option<(u32, Instant)>>,
+    gauge_at: Option<Instant>,
     tx: mpsc::Sender<GeneratedCnm>,
     stop: Arc<AtomicBool>,
     status: Arc<Mutex<CpStatus>>,
@@ -453,7 +453,7 @@ impl SwitchCp {
             drops_fill_queue: e.drops_fill_queue,
             drop_scaled_fb: e.drop_scaled_fb,
             drop_rate: vec![0.0; n],
-            gauge_drops: vec![None; n],
+            gauge_at: None,
             ports,
             switch_mac,
             socks,
@@ -474,6 +474,11 @@ impl SwitchCp {
     fn refresh_gauges(&mut self, qdisc: &mut QdiscReader) {
         let mut errs = 0;
         let now = Instant::now();
+        let since = self
+            .gauge_at
+            .replace(now)
+            .map(|t| now.saturating_duration_since(t).as_secs_f64())
+            .filter(|&dt| dt > 0.0);
         for (i, p) in self.ports.iter().enumerate() {
             match qdisc.stats(p.ifindex) {
                 Ok(st) => {
@@ -481,19 +486,11 @@ impl SwitchCp {
                         *slot = u64::from(st.backlog_bytes);
                     }
                     if let Some(slot) = self.drops.get_mut(i) {
-                        *slot = st.drops;
-                    }
-                    if let (Some(prev), Some(rate)) =
-                        (self.gauge_drops.get_mut(i), self.drop_rate.get_mut(i))
-                    {
-                        if let Some((d0, t0)) = *prev {
-                            let dt = now.saturating_duration_since(t0).as_secs_f64();
-                            if dt > 0.0 {
-                                let inst = f64::from(st.drops.wrapping_sub(d0)) / dt;
-                                *rate += (inst - *rate) * DROP_RATE_WEIGHT;
-                            }
+                        if let (Some(dt), Some(rate)) = (since, self.drop_rate.get_mut(i)) {
+                            let inst = f64::from(st.drops.wrapping_sub(*slot)) / dt;
+                            *rate += (inst - *rate) * DROP_RATE_WEIGHT;
                         }
-                        *prev = Some((st.drops, now));
+                        *slot = st.drops;
                     }
                 }
                 Err(_) => errs += 1,
