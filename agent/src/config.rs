@@ -211,6 +211,13 @@ pub struct EmulatedCpConfig {
     /// full-frame rate (`crate::cp::drop_excess`). Default false (mininet/README.md "Fb scaled
     /// by the port's drop excess").
     pub drop_scaled_fb: bool,
+    /// With `drop_scaled_fb`, Fb is scaled by the excess over this (an excess up to it scales
+    /// nothing). ≥ 1; default 1.
+    pub drop_excess_onset: f64,
+    /// With `drop_scaled_fb`, only the peers that sent at least this fraction of their line
+    /// rate (a running mean) are compared with; none: no scaling. In [0, 1]; default 0 (every
+    /// peer).
+    pub drop_peer_min_load: f64,
 }
 
 /// Where the emulated CP taps a port's frames (`runtime.emulated_cp.tap`).
@@ -234,6 +241,8 @@ impl Default for EmulatedCpConfig {
             tap: CpTap::Auto,
             drops_fill_queue: false,
             drop_scaled_fb: false,
+            drop_excess_onset: 1.0,
+            drop_peer_min_load: 0.0,
         }
     }
 }
@@ -294,6 +303,19 @@ impl RuntimeConfig {
         ] {
             check(v > 0, field, as_f64(v), "> 0")?;
         }
+        let e = &self.emulated_cp;
+        check(
+            e.drop_excess_onset.is_finite() && e.drop_excess_onset >= 1.0,
+            "runtime.emulated_cp.drop_excess_onset",
+            e.drop_excess_onset,
+            "≥ 1",
+        )?;
+        check(
+            (0.0..=1.0).contains(&e.drop_peer_min_load),
+            "runtime.emulated_cp.drop_peer_min_load",
+            e.drop_peer_min_load,
+            "in [0, 1]",
+        )?;
         if self.reconnect_max_us < self.reconnect_min_us {
             return Err(ConfigError::Inconsistent(
                 "runtime.reconnect_max_us must be ≥ runtime.reconnect_min_us",

@@ -87,27 +87,48 @@ pub fn sampled_queue_bytes(
     }
 }
 
-/// How many times its peers' drop rate a port drops at (`runtime.emulated_cp.drop_scaled_fb`):
-/// `own` over the mean of `peers` (the switch's other ports of the same line rate), both raised
-/// by `floor` so that a port dropping next to silent peers counts by how far it is above a
-/// negligible rate, not infinitely. 1 when the port has no peer to be compared with.
-pub fn drop_excess(own: f64, peers: &[f64], floor: f64) -> f64 {
-    if peers.is_empty() || !own.is_finite() || !floor.is_finite() || floor <= 0.0 {
-        return 1.0;
-    }
-    #[allow(clippy::cast_precision_loss)] // a switch has far fewer than 2^52 ports
-    let mean = peers.iter().filter(|v| v.is_finite()).sum::<f64>() / peers.len() as f64;
-    (own.max(0.0) + floor) / (mean.max(0.0) + floor)
+/// A peer port's drop rate and load, for [`drop_excess`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PeerDrops {
+    /// Drops per second (a running mean).
+    pub drops_per_s: f64,
+    /// Octets sent per second over the line rate (a running mean).
+    pub load: f64,
 }
 
-/// A congested sample's QntzFb scaled by its port's drop excess (only upwards, at most
-/// [`MAX_QNTZ_FB`]). With TCP a full queue gives the same Fb whatever load is offered to it,
-/// while its drop rate grows with that load: the excess carries that into the CNM.
-pub fn drop_scaled_qntz_fb(qntz_fb: u8, excess: f64) -> u8 {
-    if !excess.is_finite() || excess <= 1.0 {
+/// How many times its peers' drop rate a port drops at (`runtime.emulated_cp.drop_scaled_fb`):
+/// `own` over the mean of the `peers` (the switch's other ports of the same line rate) that
+/// carry at least `min_load` of their line, both raised by `floor` so that a port dropping
+/// next to silent peers counts by how far it is above a negligible rate, not infinitely. 1
+/// when no peer qualifies: a port whose peers are idle is compared with nothing, since a lone
+/// TCP flow drops as surely as an overloaded port does.
+pub fn drop_excess(own: f64, peers: &[PeerDrops], floor: f64, min_load: f64) -> f64 {
+    if !own.is_finite() || !floor.is_finite() || floor <= 0.0 {
+        return 1.0;
+    }
+    let (mut sum, mut n) = (0.0, 0u32);
+    for p in peers
+        .iter()
+        .filter(|p| p.drops_per_s.is_finite() && p.load >= min_load)
+    {
+        sum += p.drops_per_s.max(0.0);
+        n += 1;
+    }
+    if n == 0 {
+        return 1.0;
+    }
+    (own.max(0.0) + floor) / (sum / f64::from(n) + floor)
+}
+
+/// A congested sample's QntzFb scaled by its port's drop excess over `onset` (only upwards, at
+/// most [`MAX_QNTZ_FB`]). With TCP a full queue gives the same Fb whatever load is offered to
+/// it, while its drop rate grows with that load: the excess carries that into the CNM.
+pub fn drop_scaled_qntz_fb(qntz_fb: u8, excess: f64, onset: f64) -> u8 {
+    let scale = excess / onset;
+    if !scale.is_finite() || scale <= 1.0 {
         return qntz_fb;
     }
-    let v = (f64::from(qntz_fb) * excess).round();
+    let v = (f64::from(qntz_fb) * scale).round();
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let q = v.min(f64::from(MAX_QNTZ_FB)) as u8;
     q.max(qntz_fb)
@@ -330,20 +351,30 @@ mod tests {
 
     #[test]
     fn drop_excess_scales_only_above_the_peers() {
+        let peer = |drops_per_s, load| PeerDrops { drops_per_s, load };
         // No peer: nothing to compare with.
-        assert_eq!(drop_excess(10.0, &[], 0.2), 1.0);
+        assert_eq!(drop_excess(10.0, &[], 0.2, 0.0), 1.0);
         // Seven times the peers' mean (the floor small beside both).
-        let e = drop_excess(7.0, &[1.0, 1.0], 0.0001);
+        let e = drop_excess(7.0, &[peer(1.0, 0.9), peer(1.0, 0.9)], 0.0001, 0.0);
         assert!((e - 7.0).abs() < 0.01, "{e}");
         // Silent peers: the floor bounds the excess.
-        assert!((drop_excess(1.8, &[0.0, 0.0], 0.2) - 10.0).abs() < 1e-9);
+        let silent = [peer(0.0, 0.9), peer(0.0, 0.9)];
+        assert!((drop_excess(1.8, &silent, 0.2, 0.0) - 10.0).abs() < 1e-9);
         // Below the peers: an excess under 1, which never lowers Fb.
-        assert!(drop_excess(1.0, &[3.0], 0.2) < 1.0);
-        assert_eq!(drop_scaled_qntz_fb(26, 0.5), 26);
-        assert_eq!(drop_scaled_qntz_fb(26, 1.5), 39);
-        assert_eq!(drop_scaled_qntz_fb(26, 7.0), MAX_QNTZ_FB);
-        assert_eq!(drop_scaled_qntz_fb(26, f64::NAN), 26);
-        assert_eq!(drop_excess(f64::NAN, &[1.0], 0.2), 1.0);
+        assert!(drop_excess(1.0, &[peer(3.0, 0.9)], 0.2, 0.0) < 1.0);
+        // Only loaded peers count: an idle peer leaves nothing to compare with, and among
+        // a loaded and an idle one only the loaded one sets the mean.
+        assert_eq!(drop_excess(5.0, &[peer(0.0, 0.1)], 0.2, 0.7), 1.0);
+        let mixed = [peer(0.8, 0.8), peer(0.0, 0.1)];
+        assert!((drop_excess(5.0, &mixed, 0.2, 0.7) - 5.2).abs() < 1e-9);
+        assert_eq!(drop_excess(f64::NAN, &[peer(1.0, 0.9)], 0.2, 0.0), 1.0);
+        assert_eq!(drop_scaled_qntz_fb(26, 0.5, 1.0), 26);
+        assert_eq!(drop_scaled_qntz_fb(26, 1.5, 1.0), 39);
+        assert_eq!(drop_scaled_qntz_fb(26, 7.0, 1.0), MAX_QNTZ_FB);
+        assert_eq!(drop_scaled_qntz_fb(26, f64::NAN, 1.0), 26);
+        // The onset: an excess up to it leaves Fb alone, above it scales by the rest.
+        assert_eq!(drop_scaled_qntz_fb(26, 2.0, 2.5), 26);
+        assert_eq!(drop_scaled_qntz_fb(26, 3.75, 2.5), 39);
     }
 
     const MID: u32 = 1 << 31;

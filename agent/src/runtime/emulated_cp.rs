@@ -395,10 +395,15 @@ struct SwitchCp {
     sample_drops: Vec<Option<u32>>,
     /// `runtime.emulated_cp.drops_fill_queue`.
     drops_fill_queue: bool,
-    /// `runtime.emulated_cp.drop_scaled_fb`; per port its drop rate (drops/s, running mean over
-    /// the gauge reads, from `drops` between two of them), and when the last gauge read was.
+    /// `runtime.emulated_cp.drop_scaled_fb` (with its onset and peers' minimum load); per port
+    /// its drop rate (drops/s) and load (octets/s over the line rate), running means over the
+    /// gauge reads from `drops` and `sent` between two of them, and when the last read was.
     drop_scaled_fb: bool,
+    drop_excess_onset: f64,
+    drop_peer_min_load: f64,
     drop_rate: Vec<f64>,
+    sent: Vec<u64>,
+    load: Vec<f64>,
     gauge_at: Option<Instant>,
     tx: mpsc::Sender<GeneratedCnm>,
     stop: Arc<AtomicBool>,
@@ -452,7 +457,11 @@ impl SwitchCp {
             sample_drops: vec![None; n],
             drops_fill_queue: e.drops_fill_queue,
             drop_scaled_fb: e.drop_scaled_fb,
+            drop_excess_onset: e.drop_excess_onset,
+            drop_peer_min_load: e.drop_peer_min_load,
             drop_rate: vec![0.0; n],
+            sent: vec![0; n],
+            load: vec![0.0; n],
             gauge_at: None,
             ports,
             switch_mac,
@@ -491,6 +500,15 @@ impl SwitchCp {
                             *rate += (inst - *rate) * DROP_RATE_WEIGHT;
                         }
                         *slot = st.drops;
+                    }
+                    if let Some(slot) = self.sent.get_mut(i) {
+                        if let (Some(dt), Some(load)) = (since, self.load.get_mut(i)) {
+                            #[allow(clippy::cast_precision_loss)] // octets in 100 ms
+                            let bits = st.bytes.wrapping_sub(*slot) as f64 * 8.0;
+                            let inst = bits / dt / p.link.rate_bps.max(1.0);
+                            *load += (inst - *load) * DROP_RATE_WEIGHT;
+                        }
+                        *slot = st.bytes;
                     }
                 }
                 Err(_) => errs += 1,
@@ -542,7 +560,8 @@ impl SwitchCp {
         frames
     }
 
-    /// Port `i`'s drop excess over the switch's other ports of its line rate (1 when off).
+    /// Port `i`'s drop excess over the switch's loaded other ports of its line rate (1 when
+    /// off).
     fn drop_excess(&self, i: usize) -> f64 {
         let (true, Some(p), Some(&own)) = (
             self.drop_scaled_fb,
@@ -552,16 +571,16 @@ impl SwitchCp {
             return 1.0;
         };
         #[allow(clippy::float_cmp)] // the same configured rate, not a computed one
-        let peers: Vec<f64> = self
+        let peers: Vec<crate::cp::PeerDrops> = self
             .ports
             .iter()
-            .zip(&self.drop_rate)
+            .zip(self.drop_rate.iter().zip(&self.load))
             .enumerate()
             .filter(|(j, (q, _))| *j != i && q.link.rate_bps == p.link.rate_bps)
-            .map(|(_, (_, &r))| r)
+            .map(|(_, (_, (&drops_per_s, &load)))| crate::cp::PeerDrops { drops_per_s, load })
             .collect();
         let floor = DROP_FLOOR_OF_FRAME_RATE * p.link.rate_bps / (8.0 * FULL_FRAME_BYTES);
-        crate::cp::drop_excess(own, &peers, floor)
+        crate::cp::drop_excess(own, &peers, floor, self.drop_peer_min_load)
     }
 
     /// One frame the filter of port `i` passed.
@@ -613,7 +632,8 @@ impl SwitchCp {
         };
         let mut fb = cp.sample(qb, rng.gen());
         if fb.congested() {
-            fb.qntz_fb = crate::cp::drop_scaled_qntz_fb(fb.qntz_fb, excess);
+            fb.qntz_fb =
+                crate::cp::drop_scaled_qntz_fb(fb.qntz_fb, excess, self.drop_excess_onset);
         }
         // The next interval may differ (a congested port samples more often); a filter that
         // cannot be replaced keeps drawing at the old one.
