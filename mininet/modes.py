@@ -186,7 +186,7 @@ MODES = {m.name: m for m in (
          program="controller", agent_variant="combined",
          agent={"runtime.emulated_cp.drop_scaled_fb": True}),
     # The same, compared only with peers that carry at least 70 % of their line (an idle peer
-    # makes a lone TCP flow's drops look like an overload), from an excess of 1 or of 2.
+    # makes a lone TCP flow's drops look like an overload), from an excess of 1, 2 or 3.
     Mode("qcnsw-combined-dropbusy",
          "qcnsw-combined with Fb scaled by the port's drop excess over its loaded peers",
          program="controller", agent_variant="combined",
@@ -198,6 +198,12 @@ MODES = {m.name: m for m in (
          agent={"runtime.emulated_cp.drop_scaled_fb": True,
                 "runtime.emulated_cp.drop_peer_min_load": 0.7,
                 "runtime.emulated_cp.drop_excess_onset": 2.0}),
+    Mode("qcnsw-combined-dropbusy3",
+         "qcnsw-combined with Fb scaled by the port's drop excess over its loaded peers above 3",
+         program="controller", agent_variant="combined",
+         agent={"runtime.emulated_cp.drop_scaled_fb": True,
+                "runtime.emulated_cp.drop_peer_min_load": 0.7,
+                "runtime.emulated_cp.drop_excess_onset": 3.0}),
     # A sample after the port's qdisc dropped frames reads the queue as full: TCP streams that
     # lost frames back off and leave the queue short while the link starves.
     Mode("qcnsw-combined-dropsfull",

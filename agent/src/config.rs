@@ -431,10 +431,19 @@ mod tests {
             let r = AgentConfig::from_toml_str_with("[policy]\ngd = 0.001\n", &[bad.to_owned()]);
             assert!(r.is_err(), "{bad}");
         }
-        assert!(matches!(
-            AgentConfig::from_toml_str_with("", &["policy.gd=1.0".to_owned()]),
-            Err(ConfigError::OutOfRange { .. })
-        ));
+        for bad in [
+            "policy.gd=1.0",
+            "runtime.emulated_cp.drop_excess_onset=0.5",
+            "runtime.emulated_cp.drop_peer_min_load=1.5",
+        ] {
+            assert!(
+                matches!(
+                    AgentConfig::from_toml_str_with("", &[bad.to_owned()]),
+                    Err(ConfigError::OutOfRange { .. })
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
