@@ -180,30 +180,26 @@ MODES = {m.name: m for m in (
     Mode("qcnsw-combined-drainmatch",
          "qcnsw-combined with every port's buffer stated as the slowest port's drain time",
          program="controller", agent_variant="combined", slowest_clock_buffers=True),
-    # A congested sample's Fb scaled by its port's drop rate over its same-rate peers'.
+    # The shipped agent without its drop-scaled Fb (runtime.emulated_cp.drop_scaled_fb), and
+    # with it compared with every same-rate peer from any excess, or with loaded peers from an
+    # excess of 1 or 2 instead of 3 (mininet/README.md "Fb scaled by the port's drop excess").
+    Mode("qcnsw-combined-nodropfb",
+         "qcnsw-combined without the drop-scaled Fb",
+         program="controller", agent_variant="combined",
+         agent={"runtime.emulated_cp.drop_scaled_fb": False}),
     Mode("qcnsw-combined-dropfb",
-         "qcnsw-combined with Fb scaled by the port's drop excess (drop_scaled_fb)",
+         "qcnsw-combined with Fb scaled by the port's drop excess over every same-rate peer",
          program="controller", agent_variant="combined",
-         agent={"runtime.emulated_cp.drop_scaled_fb": True}),
-    # The same, compared only with peers that carry at least 70 % of their line (an idle peer
-    # makes a lone TCP flow's drops look like an overload), from an excess of 1, 2 or 3.
+         agent={"runtime.emulated_cp.drop_peer_min_load": 0.0,
+                "runtime.emulated_cp.drop_excess_onset": 1.0}),
     Mode("qcnsw-combined-dropbusy",
-         "qcnsw-combined with Fb scaled by the port's drop excess over its loaded peers",
+         "qcnsw-combined with Fb scaled by the drop excess over its loaded peers from 1",
          program="controller", agent_variant="combined",
-         agent={"runtime.emulated_cp.drop_scaled_fb": True,
-                "runtime.emulated_cp.drop_peer_min_load": 0.7}),
+         agent={"runtime.emulated_cp.drop_excess_onset": 1.0}),
     Mode("qcnsw-combined-dropbusy2",
-         "qcnsw-combined with Fb scaled by the port's drop excess over its loaded peers above 2",
+         "qcnsw-combined with Fb scaled by the drop excess over its loaded peers from 2",
          program="controller", agent_variant="combined",
-         agent={"runtime.emulated_cp.drop_scaled_fb": True,
-                "runtime.emulated_cp.drop_peer_min_load": 0.7,
-                "runtime.emulated_cp.drop_excess_onset": 2.0}),
-    Mode("qcnsw-combined-dropbusy3",
-         "qcnsw-combined with Fb scaled by the port's drop excess over its loaded peers above 3",
-         program="controller", agent_variant="combined",
-         agent={"runtime.emulated_cp.drop_scaled_fb": True,
-                "runtime.emulated_cp.drop_peer_min_load": 0.7,
-                "runtime.emulated_cp.drop_excess_onset": 3.0}),
+         agent={"runtime.emulated_cp.drop_excess_onset": 2.0}),
     # A sample after the port's qdisc dropped frames reads the queue as full: TCP streams that
     # lost frames back off and leave the queue short while the link starves.
     Mode("qcnsw-combined-dropsfull",

@@ -205,18 +205,21 @@ pub struct EmulatedCpConfig {
     /// A sample of a port whose qdisc dropped frames since the port's previous sample reads the
     /// queue as full (`crate::cp::sampled_queue_bytes`). Default false.
     pub drops_fill_queue: bool,
-    /// A congested sample's QntzFb is multiplied by its port's drop excess: the port's qdisc
-    /// drop rate (a running mean over about eight gauge periods) over the mean of the switch's
-    /// other ports of the same line rate, each raised by a floor of 0.1 % of the line's
-    /// full-frame rate (`crate::cp::drop_excess`). Default false (mininet/README.md "Fb scaled
-    /// by the port's drop excess").
+    /// A congested sample's QntzFb is multiplied by its port's drop excess over
+    /// `drop_excess_onset`: the port's qdisc drop rate (a running mean over about eight gauge
+    /// periods) over the mean of the switch's other ports of the same line rate that carry at
+    /// least `drop_peer_min_load` of it, each raised by a floor of 0.1 % of the line's
+    /// full-frame rate (`crate::cp::drop_excess`). With TCP a full queue reads the same Fb
+    /// whatever load is offered to it; its drops grow with that load. Default true
+    /// (mininet/README.md "Fb scaled by the port's drop excess").
     pub drop_scaled_fb: bool,
     /// With `drop_scaled_fb`, Fb is scaled by the excess over this (an excess up to it scales
-    /// nothing). ≥ 1; default 1.
+    /// nothing): a uniform permutation's busiest ports drop up to 2.3× their loaded peers. ≥ 1;
+    /// default 3.
     pub drop_excess_onset: f64,
     /// With `drop_scaled_fb`, only the peers that sent at least this fraction of their line
-    /// rate (a running mean) are compared with; none: no scaling. In [0, 1]; default 0 (every
-    /// peer).
+    /// rate (a running mean) are compared with; none: no scaling (a lone TCP flow next to an
+    /// idle peer drops as an overloaded port does). In [0, 1]; default 0.7.
     pub drop_peer_min_load: f64,
 }
 
@@ -240,9 +243,9 @@ impl Default for EmulatedCpConfig {
             inject_in_port: None,
             tap: CpTap::Auto,
             drops_fill_queue: false,
-            drop_scaled_fb: false,
-            drop_excess_onset: 1.0,
-            drop_peer_min_load: 0.0,
+            drop_scaled_fb: true,
+            drop_excess_onset: 3.0,
+            drop_peer_min_load: 0.7,
         }
     }
 }

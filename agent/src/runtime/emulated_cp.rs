@@ -192,6 +192,9 @@ pub struct CpPortStatus {
     /// Congested samples without a CNM because fewer than `cp.min_sources` hosts sent data
     /// through the port within the window.
     pub samples_few_sources: u64,
+    /// Congested samples whose QntzFb the port's drop excess raised
+    /// (`runtime.emulated_cp.drop_scaled_fb`).
+    pub samples_drop_scaled: u64,
     /// Distinct data sources at the last congested sample (only counted with
     /// `cp.min_sources` > 1; 0 otherwise).
     pub sources: u32,
@@ -631,9 +634,11 @@ impl SwitchCp {
             }
         };
         let mut fb = cp.sample(qb, rng.gen());
+        let mut drop_scaled = false;
         if fb.congested() {
-            fb.qntz_fb =
-                crate::cp::drop_scaled_qntz_fb(fb.qntz_fb, excess, self.drop_excess_onset);
+            let q = crate::cp::drop_scaled_qntz_fb(fb.qntz_fb, excess, self.drop_excess_onset);
+            drop_scaled = q != fb.qntz_fb;
+            fb.qntz_fb = q;
         }
         // The next interval may differ (a congested port samples more often); a filter that
         // cannot be replaced keeps drawing at the old one.
@@ -689,6 +694,9 @@ impl SwitchCp {
                 }
                 if sent == Some(true) {
                     st.cnms += 1;
+                }
+                if drop_scaled {
+                    st.samples_drop_scaled += 1;
                 }
             }
         }

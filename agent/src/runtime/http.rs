@@ -261,7 +261,7 @@ fn seconds(ns: u64) -> f64 {
 }
 
 /// Every family, in exposition order.
-const FAMILIES: [Family; 33] = [
+const FAMILIES: [Family; 34] = [
     family(
         Gauge,
         "fabricflow_agent_connected",
@@ -460,6 +460,15 @@ const FAMILIES: [Family; 33] = [
     ),
     family(
         Counter,
+        "fabricflow_agent_cp_samples_drop_scaled",
+        concat!(
+            "Congested samples whose QntzFb the port's drop excess over its loaded peers raised ",
+            "(runtime.emulated_cp.drop_scaled_fb)."
+        ),
+        |v| per_cp_port(v, |p| p.samples_drop_scaled),
+    ),
+    family(
+        Counter,
         "fabricflow_agent_port_stall_seconds",
         concat!(
             "Time the port's egress qdisc held a backlog, sampled every ",
@@ -577,6 +586,7 @@ mod tests {
                 qdisc_drops: 9,
                 cnms: 11,
                 samples_few_sources: 13,
+                samples_drop_scaled: 17,
                 ..CpPortStatus::default()
             }],
             ..CpStatus::default()
@@ -883,6 +893,9 @@ fabricflow_agent_cp_cnms_total{switch="s0",port="6",interface="s0-eth6"} 11
 # HELP fabricflow_agent_cp_samples_few_sources Congested samples without a CNM: fewer than cp.min_sources hosts sent data through the port (emulated CP).
 # TYPE fabricflow_agent_cp_samples_few_sources counter
 fabricflow_agent_cp_samples_few_sources_total{switch="s0",port="6",interface="s0-eth6"} 13
+# HELP fabricflow_agent_cp_samples_drop_scaled Congested samples whose QntzFb the port's drop excess over its loaded peers raised (runtime.emulated_cp.drop_scaled_fb).
+# TYPE fabricflow_agent_cp_samples_drop_scaled counter
+fabricflow_agent_cp_samples_drop_scaled_total{switch="s0",port="6",interface="s0-eth6"} 17
 # HELP fabricflow_agent_port_stall_seconds Time the port's egress qdisc held a backlog, sampled every runtime.port_stall.poll_period_us. Backlog time, not InfiniBand XmitWait.
 # TYPE fabricflow_agent_port_stall_seconds counter
 fabricflow_agent_port_stall_seconds_total{switch="s0",port="1",role="host",direction="tx"} 1.5
