@@ -638,8 +638,16 @@ fn handle_event(
         }
     }
     if let Some(d) = *dpid {
-        if let Some(s) = shared.state().switches.get_mut(&d) {
-            s.synced = session.is_synced();
+        // A session can come back in sync without a `Synced` event (a re-plan that left this
+        // switch's rules as they were): the gauge must follow the state, or it reads one
+        // switch short while the API says both are synced.
+        let changed = shared
+            .state()
+            .switches
+            .get_mut(&d)
+            .is_some_and(|s| std::mem::replace(&mut s.synced, session.is_synced()) != s.synced);
+        if changed {
+            shared.update_switch_metrics();
         }
     }
 }
