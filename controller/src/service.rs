@@ -640,7 +640,7 @@ fn handle_event(
     if let Some(d) = *dpid {
         // A session can come back in sync without a `Synced` event (a re-plan that left this
         // switch's rules as they were): the gauge must follow the state, or it reads one
-        // switch short while the API says both are synced.
+        // switch short while the API says every switch is synced.
         let changed = shared
             .state()
             .switches

@@ -407,6 +407,9 @@ struct SwitchCp {
     drop_rate: Vec<f64>,
     sent: Vec<u64>,
     load: Vec<f64>,
+    /// Per port its drop excess as of the last gauge read (1 when off): samples come tens of
+    /// times more often than the rates it derives from change.
+    excess: Vec<f64>,
     gauge_at: Option<Instant>,
     tx: mpsc::Sender<GeneratedCnm>,
     stop: Arc<AtomicBool>,
@@ -465,6 +468,7 @@ impl SwitchCp {
             drop_rate: vec![0.0; n],
             sent: vec![0; n],
             load: vec![0.0; n],
+            excess: vec![1.0; n],
             gauge_at: None,
             ports,
             switch_mac,
@@ -517,6 +521,9 @@ impl SwitchCp {
                 Err(_) => errs += 1,
             }
         }
+        if self.drop_scaled_fb {
+            self.excess = (0..self.ports.len()).map(|i| self.drop_excess(i)).collect();
+        }
         if let Ok(mut s) = self.status.lock() {
             s.netlink_errors += errs;
             for ((st, &b), &d) in s.ports.iter_mut().zip(&self.q).zip(&self.drops) {
@@ -564,7 +571,7 @@ impl SwitchCp {
     }
 
     /// Port `i`'s drop excess over the switch's loaded other ports of its line rate (1 when
-    /// off).
+    /// off), from the rates of the last gauge read.
     fn drop_excess(&self, i: usize) -> f64 {
         let (true, Some(p), Some(&own)) = (
             self.drop_scaled_fb,
@@ -590,7 +597,7 @@ impl SwitchCp {
     fn on_frame(&mut self, i: usize, frame: &[u8], qdisc: &mut QdiscReader, rng: &mut impl Rng) {
         let n = frame.len() as u64;
         let min_sources = self.min_sources;
-        let excess = self.drop_excess(i);
+        let excess = self.excess.get(i).copied().unwrap_or(1.0);
         let (Some(cp), Some(p), Some(&qb), Some((sock, interval))) = (
             self.cps.get_mut(i),
             self.ports.get(i),
