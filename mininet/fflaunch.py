@@ -680,6 +680,20 @@ class FabricNet:
                     out[ev] = out.get(ev, 0) + int(v)
         return out
 
+    def agent_cp_counters(self):
+        """{counter: total} of the emulated congestion point's counters (CNMs, samples
+        silenced by the source census, samples whose Fb the drop excess raised) summed over
+        the ports, from /metrics, or None without an agent."""
+        m = self._agent_metrics_or_none()
+        if m is None:
+            return None
+        out = {}
+        for (name, _), v in m.items():
+            if name.startswith("fabricflow_agent_cp_") and name.endswith("_total"):
+                key = name[len("fabricflow_agent_cp_"):-len("_total")]
+                out[key] = out.get(key, 0) + int(v)
+        return out
+
     # ---- port-stall telemetry --------------------------------------------------------------
     def start_port_stats(self, csv_path, interval_ms=100, poll_us=PORT_STATS_POLL_US):
         """Starts `fabricflow-agent port-stats` on every switch port (roles and rates from the

@@ -60,6 +60,9 @@ class RunResult:
     throttle: dict | None = None
     # FabricNet.agent_policy_events(): event -> count over the switches; None without an agent.
     policy_events: dict | None = None
+    # FabricNet.agent_cp_counters(): the emulated CP's counters (cnms, samples_few_sources,
+    # samples_drop_scaled) summed over the ports; None without an agent.
+    cp_counters: dict | None = None
     # TCP retransmissions summed over the flows' senders (measure.client_retransmits); None if
     # no client reported them.
     tcp_retransmits: int | None = None
@@ -87,7 +90,8 @@ class RunResult:
                     cnms_generated=self.cnms_generated, group_modifies=self.group_modifies,
                     ovs_send_error_lines=self.ovs_send_error_lines, cpu_percent=self.cpu_percent,
                     port_stats=self.port_stats, throttle=self.throttle,
-                    policy_events=self.policy_events, tcp_retransmits=self.tcp_retransmits,
+                    policy_events=self.policy_events, cp_counters=self.cp_counters,
+                    tcp_retransmits=self.tcp_retransmits,
                     ramp_s=self.ramp_s, fabric_tx_mbytes=self.fabric_tx_mbytes,
                     fabric_ports_carrying=(measure.ports_carrying(self.fabric_tx_mbytes)
                                            if self.fabric_tx_mbytes else None),
@@ -117,6 +121,13 @@ class ModeResult:
         vals = [getattr(r, key) for r in self.runs if getattr(r, key) is not None]
         return statistics.median(vals) if vals else None
 
+    def cp_medians(self):
+        """{CP counter: median over the repeats that read it}, None without an agent."""
+        runs = [r.cp_counters for r in self.runs if r.cp_counters]
+        names = {k for c in runs for k in c}
+        return {k: statistics.median(c[k] for c in runs if k in c)
+                for k in sorted(names)} if runs else None
+
     def settings(self):
         """The mode's definition and, from its first run, the configs in force."""
         first = self.runs[0].settings if self.runs else {}
@@ -139,6 +150,7 @@ class ModeResult:
             "cpu_percent": self.cpu_medians(),
             "tcp_retransmits": self.run_median("tcp_retransmits"),
             "ramp_s": self.run_median("ramp_s"),
+            "cp_counters": self.cp_medians(),
         })
         return out
 

@@ -123,6 +123,10 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
         if policy_events:
             print("   policy events: " + ", ".join(f"{k} {v}" for k, v in
                                                   sorted(policy_events.items())), flush=True)
+        cp_counters = fn.agent_cp_counters()
+        if cp_counters:
+            print("   congestion point: " + ", ".join(f"{k} {v}" for k, v in
+                                                      sorted(cp_counters.items())), flush=True)
         g0_global = measure.global_tx_mbytes(fn, group0)
         fabric_tx = measure.fabric_tx_mbytes(fn)
         timings = dict(fn.timings)
@@ -183,7 +187,7 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
         mode=mode.name, rep=rep, seed=seed, flows=flows, per_flow_mbps=per_flow,
         agg_series=agg_series, errors=errors, timings=timings,
         cnms_generated=cnms, group_modifies=mods, ovs_send_error_lines=send_errors,
-        policy_events=policy_events,
+        policy_events=policy_events, cp_counters=cp_counters,
         group0_switches=group0, group0_accepted_mbps=g0, group0_global_tx_mbytes=g0_global,
         fabric_tx_mbytes=fabric_tx,
         p_samples=p_series,

@@ -24,7 +24,7 @@ import measure  # noqa: E402
 import modes  # noqa: E402
 import run  # noqa: E402
 import traffic  # noqa: E402
-from fflaunch import FabricNet  # noqa: E402
+from fflaunch import FabricNet, parse_prometheus  # noqa: E402
 from fftopo import LinkRates  # noqa: E402
 from results import ModeResult, RunResult, Summary  # noqa: E402
 
@@ -270,6 +270,37 @@ class Summaries(unittest.TestCase):
         # Without a bound the comparison is absent, not zero.
         self.assertIsNone(m["fraction_of_optimum"])
         self.assertIsNone(s["optimum_mbps"])
+
+    def test_mode_summary_carries_the_congestion_points_counters(self):
+        def one(rep, counters):
+            return RunResult(
+                mode="qcnsw-combined", rep=rep, seed=rep + 1, flows=[("a", "b")],
+                per_flow_mbps={"a->b": 1.0}, agg_series=[], errors={}, timings={},
+                cnms_generated=None, group_modifies=None, ovs_send_error_lines=None,
+                group0_switches=[], group0_accepted_mbps={}, group0_global_tx_mbytes={},
+                p_samples=[], group0_p_median={}, csv="x.csv", p_csv=None, settings={},
+                cp_counters=counters)
+        definition = modes.lookup("qcnsw-combined").as_dict()
+        runs = [one(0, {"cnms": 10, "samples_drop_scaled": 4}),
+                one(1, {"cnms": 30, "samples_drop_scaled": 0}),
+                one(2, {"cnms": 20, "samples_drop_scaled": 9})]
+        m = ModeResult("qcnsw-combined", definition, runs).to_json()
+        self.assertEqual(m["cp_counters"], {"cnms": 20, "samples_drop_scaled": 4})
+        self.assertEqual(m["runs"][1]["cp_counters"]["cnms"], 30)
+        self.assertIsNone(ModeResult("qcnsw-combined", definition,
+                                     [one(0, None)]).to_json()["cp_counters"])
+
+    def test_cp_counters_sum_every_port_of_every_switch_from_metrics(self):
+        fn = FabricNet.__new__(FabricNet)
+        text = ("# TYPE fabricflow_agent_cp_cnms counter\n"
+                'fabricflow_agent_cp_cnms_total{switch="s0",port="6",interface="s0-eth6"} 11\n'
+                'fabricflow_agent_cp_cnms_total{switch="s1",port="2",interface="s1-eth2"} 4\n'
+                'fabricflow_agent_cp_samples_drop_scaled_total{switch="s0",port="6"} 17\n'
+                'fabricflow_agent_cnm_generated_total{switch="s0"} 99\n')
+        fn._agent_metrics_or_none = lambda: parse_prometheus(text)
+        self.assertEqual(fn.agent_cp_counters(), {"cnms": 15, "samples_drop_scaled": 17})
+        fn._agent_metrics_or_none = lambda: None
+        self.assertIsNone(fn.agent_cp_counters())
 
     def test_summary_compares_each_run_with_the_optimum_and_its_modes_ceiling(self):
         bound = {"any": {"max_aggregate_mbps": 12.0}, "minimal": {"max_aggregate_mbps": 8.0}}
