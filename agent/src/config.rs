@@ -60,7 +60,8 @@ pub struct RuntimeConfig {
     /// Period of the plan read (GROUP_DESC + cookie-masked FLOW_STATS), µs. Default 5 000 000.
     /// Reads also follow every GROUP_MOD error and PORT_STATUS.
     pub plan_refresh_period_us: u64,
-    /// Period of the policy's Tick and the planner's flush of deferred writes, µs. Default 1000.
+    /// Period of DRB's tick, µs. Default 1000. QCN-SW wakes only when its idle timer or a
+    /// deferred write is due, so it has no period.
     pub tick_period_us: u64,
     /// First reconnect delay, µs; doubled after every failure. Default 100 000.
     pub reconnect_min_us: u64,

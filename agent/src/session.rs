@@ -23,7 +23,7 @@
 //!    OFPMP_PORT_STATS is polled every `port_stats_period` and tx_bytes deltas become
 //!    `BytesSent` (or, with [`ByteCounter::MinimalBucket`], OFPMP_GROUP is polled and the
 //!    deltas of each decision point's bucket 0 become `BytesSent` for its minimal port);
-//!    `Tick` runs every `tick_period`. Changed probabilities go through the
+//!    `Tick` runs when the policy's idle timer is due (every `tick_period` under DRB). Changed probabilities go through the
 //!    [`WeightPlanner`](crate::weights::WeightPlanner); its writes become GROUP_MOD MODIFY
 //!    messages that keep every bucket's actions and watch port/group and change only the
 //!    weights.
@@ -59,7 +59,8 @@ use crate::link::{LinkConfig, PortLink, PortLinkConfig, PortLinks};
 use crate::plan::{LearnedPlan, PlanConventions};
 use crate::policy::Policy;
 use crate::switch_core::{
-    CnmFate, CnmRoute, CongestionSample, Culprit, Learned, ReceivedCnm, SwitchCore, TimedWrite,
+    CnmFate, CnmRoute, CongestionSample, Culprit, Learned, ReceivedCnm, SwitchCore, TickDue,
+    TimedWrite,
 };
 use crate::PortNo;
 
@@ -80,7 +81,7 @@ pub struct SessionConfig {
     pub byte_counter: ByteCounter,
     /// Period of the plan read (GROUP_DESC + FLOW_STATS), ns.
     pub plan_refresh_period_ns: u64,
-    /// Period of the policy `Tick` and the planner's flush, ns.
+    /// Period of the `Tick` under DRB, ns (QCN-SW ticks at its idle timer's deadline).
     pub tick_period_ns: u64,
     /// Where self-generated CNMs enter the pipeline (PACKET_OUT in_port).
     pub cnm_inject_in_port: PortNo,
@@ -596,12 +597,21 @@ impl Session {
             t = t
                 .min(self.next_stats_ns)
                 .min(self.next_refresh_ns)
-                .min(self.next_tick_ns);
+                .min(self.tick_due_ns().unwrap_or(u64::MAX));
         }
         if let Some(p) = self.core.next_deadline_ns() {
             t = t.min(p);
         }
         Some(t)
+    }
+
+    /// When the core's tick is due: every `tick_period` where it ticks periodically (DRB),
+    /// else at the policy's next idle-timer instant.
+    fn tick_due_ns(&self) -> Option<u64> {
+        match self.core.next_tick() {
+            TickDue::Periodic => Some(self.next_tick_ns),
+            TickDue::At(t) => t,
+        }
     }
 
     /// Runs what is due at `now_ns`: policy tick and pending writes, port-stats poll, plan read.
@@ -613,7 +623,7 @@ impl Session {
         if !self.channel.as_ref().is_some_and(Channel::is_up) {
             return;
         }
-        if now_ns >= self.next_tick_ns {
+        if self.tick_due_ns().is_some_and(|t| now_ns >= t) {
             self.next_tick_ns = now_ns.saturating_add(self.cfg.tick_period_ns);
             self.core.on_tick(now_ns);
         } else {

@@ -177,6 +177,15 @@ pub enum Learned {
     NotInstalled,
 }
 
+/// When a switch core needs its tick ([`SwitchCore::next_tick`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TickDue {
+    /// Every tick period of the shell.
+    Periodic,
+    /// At this instant (`None`: no tick is needed).
+    At(Option<u64>),
+}
+
 /// DRB's state in the core: the policy, the pairs' groups, the write limit.
 #[derive(Debug)]
 struct DrbSteer {
@@ -554,7 +563,17 @@ impl SwitchCore {
         );
     }
 
-    /// The policy's periodic tick (idle-port increase timer) and due pending writes.
+    /// When [`on_tick`](Self::on_tick) is next needed: `Periodic` under DRB (its pairs decay
+    /// per quiet period from the latest tick), else the policy's idle timer (`None`: never).
+    pub fn next_tick(&self) -> TickDue {
+        if self.drb.is_some() {
+            TickDue::Periodic
+        } else {
+            TickDue::At(self.policy.next_timer_ns())
+        }
+    }
+
+    /// The policy's tick (idle-port increase timer) and due pending writes.
     pub fn on_tick(&mut self, now_ns: u64) {
         if !self.frozen {
             if let Some(d) = &mut self.drb {

@@ -796,6 +796,21 @@ impl Policy {
         self.increase(i, port, n, Cause::ByteCounterIncrease, now_ns, out);
     }
 
+    /// When the next `Tick` has an idle-timer increase to give (0: a port's timer has not
+    /// started yet, so the next tick starts it), `None` without a timer. A shell that ticks at
+    /// this instant instead of periodically does the same increases without waking per port
+    /// thousands of times a second for nothing.
+    pub fn next_timer_ns(&self) -> Option<u64> {
+        self.cfg.increase_timer_line_bytes?;
+        self.state
+            .iter()
+            .filter_map(|st| {
+                let period = st.timer_period_ns?;
+                Some(st.timer_base_ns.map_or(0, |b| b.saturating_add(period)))
+            })
+            .min()
+    }
+
     fn on_tick(&mut self, now_ns: u64, out: &mut Effects) {
         if self.cfg.increase_timer_line_bytes.is_none() {
             return;

@@ -1289,3 +1289,108 @@ fn yield_settings_are_validated() {
         assert!(err.contains("policy.yield_"), "{err}");
     }
 }
+
+/// A shell that ticks only at [`Policy::next_timer_ns`] gives every port the same idle-timer
+/// increases, at the same instants, as one that ticks on a grid fine enough to hit each of them:
+/// the deadline is exact, so the agent need not wake per switch every millisecond.
+#[test]
+fn ticking_at_the_timer_deadline_matches_a_fine_periodic_tick() {
+    use crate::link::{PortLink, PortLinks};
+    let cfg = PolicyConfig {
+        variant: Variant::Combined,
+        increase_timer_line_bytes: Some(10_000),
+        ..PolicyConfig::published()
+    };
+    // 8 µs and 32 µs timer periods (10 Gb/s and 2.5 Gb/s); every instant below is a multiple of
+    // 250 ns, so a 250 ns grid hits every deadline.
+    let links = PortLinks::new(
+        PortLink {
+            rate_bps: 10e9,
+            buffer_bytes: 1,
+        },
+        vec![(
+            2,
+            PortLink {
+                rate_bps: 2.5e9,
+                buffer_bytes: 1,
+            },
+        )],
+    );
+    let fresh = || {
+        let mut p = policy(cfg.clone(), &[1, 2, 3]);
+        p.set_links(links.clone(), 0);
+        p
+    };
+    assert_eq!(
+        fresh().next_timer_ns(),
+        Some(0),
+        "an unstarted timer is due at once"
+    );
+    let mut without = policy(PolicyConfig::published(), &[1, 2, 3]);
+    assert_eq!(without.next_timer_ns(), None);
+    assert!(without.handle(Event::Tick, 5).is_empty());
+    // Events at pseudo-random multiples of 250 ns: CNMs and sent octets (both restart timers).
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut rnd = |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    let mut t = 0;
+    let mut events = Vec::new();
+    for _ in 0..400 {
+        t += 250 * (1 + rnd(120));
+        let port = 1 + u32::try_from(rnd(3)).unwrap();
+        let ev = if rnd(2) == 0 {
+            cnm(port, u8::try_from(rnd(64)).unwrap())
+        } else {
+            bytes(port, rnd(40_000))
+        };
+        events.push((t, ev));
+    }
+    let end = t + 100_000;
+    let changes = |p: &mut Policy, ev: Event, at: u64, log: &mut Vec<(u64, PChange)>| {
+        for c in p.handle(ev, at).changes() {
+            log.push((at, *c));
+        }
+    };
+    // Fine periodic ticks (a tick before an event at the same instant).
+    let (mut grid, mut grid_log) = (fresh(), Vec::new());
+    let mut evs = events.iter().peekable();
+    for now in (0..=end).step_by(250) {
+        changes(&mut grid, Event::Tick, now, &mut grid_log);
+        while let Some((_, ev)) = evs.next_if(|(at, _)| *at == now) {
+            changes(&mut grid, *ev, now, &mut grid_log);
+        }
+    }
+    // Ticks only at the deadline.
+    let (mut exact, mut exact_log) = (fresh(), Vec::new());
+    let mut ticks = 0;
+    let mut evs = events.iter().peekable();
+    loop {
+        let next_event = evs.peek().map_or(end, |(at, _)| *at);
+        match exact.next_timer_ns() {
+            Some(d) if d <= next_event => {
+                changes(&mut exact, Event::Tick, d, &mut exact_log);
+                ticks += 1;
+            }
+            _ => match evs.next() {
+                Some((at, ev)) => changes(&mut exact, *ev, *at, &mut exact_log),
+                None => break,
+            },
+        }
+    }
+    let timer_rises = |log: &[(u64, PChange)]| {
+        log.iter()
+            .filter(|(_, c)| c.cause == Cause::TimerIncrease)
+            .count()
+    };
+    assert!(timer_rises(&grid_log) > 10, "the timer fired: {grid_log:?}");
+    assert_eq!(exact_log, grid_log);
+    assert!(
+        ticks < end / 250 / 10,
+        "{ticks} ticks against {} on the grid",
+        end / 250
+    );
+}

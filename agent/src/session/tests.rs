@@ -997,3 +997,41 @@ fn with_cnm_interfaces_a_generated_cnm_follows_the_transit_route_or_falls_back()
     assert_eq!(s.counters().cnm_sent_interface, 1);
     assert_eq!(s.counters().cnm_generated, 2);
 }
+
+/// Without DRB the session does not wake every `tick_period`: it wakes for its polls and for
+/// the policy's idle timer, which then raises P when the timer says, not a tick period later.
+#[test]
+fn the_session_wakes_for_the_idle_timer_not_every_tick_period() {
+    let tick = SessionConfig::default().tick_period_ns;
+    // The published policy has no idle timer: the first wake is a poll, many ticks away.
+    let (mut s, _) = running(plan_groups());
+    drain(&mut s);
+    let first = s.next_deadline_ns().unwrap();
+    assert!(first >= MS + 50 * tick, "woke at {first}");
+
+    let mut agent = published();
+    agent.policy.increase_timer_line_bytes = Some(1_000);
+    agent.weights.min_update_interval_line_bytes = 0;
+    agent.weights.min_update_interval_buffer_drains = 0.0;
+    let (mut s, _) = connect(
+        Session::new(SessionConfig::default(), &agent).unwrap(),
+        plan_groups(),
+    );
+    s.on_timer(MS);
+    feed(&mut s, &packet_in(3, cnm_frame(63)), 2 * MS);
+    let cut = s.policy().p_percent(3).unwrap();
+    assert!(cut < 100.0);
+    // The timer is at least twice the port-stats period: 200 ms after the CNM.
+    let period = 2 * SessionConfig::default().port_stats_period_ns;
+    let mut wakes = 0;
+    let mut now = 2 * MS;
+    while s.policy().p_percent(3).unwrap() <= cut {
+        now = s.next_deadline_ns().unwrap();
+        s.on_timer(now);
+        drain(&mut s);
+        wakes += 1;
+        assert!(wakes < 50, "P never rose by {now}");
+    }
+    assert_eq!(now, 2 * MS + period, "the rise came at the timer's instant");
+    assert!(wakes < 10, "{wakes} wakes for one {period} ns timer");
+}
