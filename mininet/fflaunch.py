@@ -468,7 +468,11 @@ class FabricNet:
                    "controller HTTP API up", 0.2)
         args = ["ovs-vsctl", "--timeout=10"]
         for s in self.net.switches:
+            # Out-of-band: in-band control (OVS's default) hides flows matching TCP to and from
+            # the controller's address and port, which every data packet is then classified
+            # against (mininet/README.md "Out-of-band control").
             args += ["--", "set-controller", s.name, f"tcp:127.0.0.1:{self.controller_port}",
+                     "--", "set", "controller", s.name, "connection-mode=out-of-band",
                      "--", "set-fail-mode", s.name, "secure"]
         sh(args)
         want = {sw["dpid"].zfill(16) for sw in self.fabric.switches}

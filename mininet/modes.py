@@ -115,6 +115,15 @@ MODES = {m.name: m for m in (
     Mode("qcnsw-combined-cpoff", "qcnsw-combined with the emulated CP off: the agent, no CNMs",
          program="controller", agent_variant="combined",
          agent={"runtime.emulated_cp.enabled": False}),
+    # What the controller runtime alone costs (no agent): the same P = 100 plan, programmed
+    # and kept by `fabricflow-controller run` instead of loaded with ovs-ofctl.
+    Mode("minimal-controller", "controller runtime, no agent, P = 100: minimal routing",
+         program="controller", p_minimal=100.0),
+    # Writes released as each group's interval ends, one revalidation each (mininet/README.md
+    # "Writes on a grid").
+    Mode("qcnsw-combined-nogrid", "qcnsw-combined without the write grid",
+         program="controller", agent_variant="combined",
+         agent={"weights.write_grid_fraction": 0.0}),
     Mode("qcnsw-combined-cpidle",
          "qcnsw-combined with the emulated CP sampling but unable to fire (Qeq 5 GB)",
          program="controller", agent_variant="combined",

@@ -13,9 +13,10 @@
 //! 2. the group's minimum update interval has passed since its last write.
 //!
 //! A change that passes (1) but not (2) stays *pending*: the group is written by the first
-//! [`WeightPlanner::tick`] (or probability update) at or after the interval's end — unless P has
-//! meanwhile come back to the installed weights, in which case nothing is written. The first
-//! write of a group is never delayed.
+//! [`WeightPlanner::tick`] (or probability update) at or after the interval's end, rounded up
+//! to the switch's write grid (`write_grid_fraction`), so deferred writes of many groups leave
+//! together — unless P has meanwhile come back to the installed weights, in which case nothing
+//! is written. The first write of a group is never delayed.
 //!
 //! What a write carries (`weights.written_p`): by default P's time-weighted mean since its first
 //! change after the group's last write, so a P that swings within the interval (every CNM cuts
@@ -253,6 +254,9 @@ pub struct WeightPlanner {
     links: PortLinks,
     groups: Vec<GroupState>,
     seq: u64,
+    /// The write grid's step, ns (`write_grid_fraction` of the shortest group interval; 0 =
+    /// off), kept with the groups and links it follows.
+    grid_ns: u64,
 }
 
 impl WeightPlanner {
@@ -264,6 +268,7 @@ impl WeightPlanner {
             links: PortLinks::default(),
             groups: Vec::new(),
             seq: 0,
+            grid_ns: 0,
         })
     }
 
@@ -277,6 +282,21 @@ impl WeightPlanner {
                 .min_update_interval_ns(g.dp.group_id, self.links.get(g.dp.minimal_port));
             g.due_ns = g.last_write_ns.map(|t| t.saturating_add(g.interval_ns));
         }
+        self.set_grid();
+    }
+
+    /// The write grid's step from the groups' intervals.
+    fn set_grid(&mut self) {
+        let shortest = self.groups.iter().map(|g| g.interval_ns).min().unwrap_or(0);
+        #[allow(clippy::cast_precision_loss)] // intervals far below 2^52 ns
+        let step = (shortest as f64 * self.cfg.write_grid_fraction).floor();
+        // A finite step ≥ 0 below u64::MAX (the fraction is in [0, 1]): `as` cannot wrap.
+        self.grid_ns = step as u64;
+    }
+
+    /// The write grid's step, ns (0: off).
+    pub fn grid_ns(&self) -> u64 {
+        self.grid_ns
     }
 
     /// Registers (or re-registers) a group. `installed` are its current weights as read from the
@@ -328,6 +348,7 @@ impl WeightPlanner {
             Some(slot) => *slot = state,
             None => self.groups.push(state),
         }
+        self.set_grid();
         Ok(())
     }
 
@@ -370,6 +391,7 @@ impl WeightPlanner {
             .position(|g| g.dp.group_id == group_id)
             .ok_or(WeightsError::UnknownGroup(group_id))?;
         self.groups.swap_remove(i);
+        self.set_grid();
         Ok(())
     }
 
@@ -405,7 +427,7 @@ impl WeightPlanner {
                     *p = p_percent;
                 }
             }
-            evaluate(g, &self.cfg, now_ns, &mut self.seq, out);
+            evaluate(g, &self.cfg, self.grid_ns, now_ns, &mut self.seq, out);
         }
     }
 
@@ -416,7 +438,7 @@ impl WeightPlanner {
             if mean {
                 g.accumulate(now_ns, false);
             }
-            evaluate(g, &self.cfg, now_ns, &mut self.seq, out);
+            evaluate(g, &self.cfg, self.grid_ns, now_ns, &mut self.seq, out);
         }
     }
 
@@ -425,7 +447,7 @@ impl WeightPlanner {
         self.groups
             .iter()
             .filter(|g| g.pending)
-            .map(|g| g.due_ns.unwrap_or(0))
+            .map(|g| g.due_ns.map_or(0, |t| on_grid(t, self.grid_ns)))
             .min()
     }
 
@@ -464,10 +486,20 @@ fn max_move(a: impl Iterator<Item = u16>, b: &[u16]) -> u16 {
     a.zip(b).map(|(x, &y)| x.abs_diff(y)).max().unwrap_or(0)
 }
 
+/// The first instant of the write grid (multiples of `grid_ns`) at or after `t` (`t` itself
+/// without a grid).
+fn on_grid(t: u64, grid_ns: u64) -> u64 {
+    match t.checked_rem(grid_ns) {
+        Some(r) if r > 0 => t.saturating_add(grid_ns.saturating_sub(r)),
+        _ => t,
+    }
+}
+
 /// Writes group `g` if its weights moved and its interval has passed, else notes it pending.
 fn evaluate(
     g: &mut GroupState,
     cfg: &WeightsConfig,
+    grid_ns: u64,
     now_ns: u64,
     seq: &mut u64,
     out: &mut Vec<GroupWrite>,
@@ -479,7 +511,7 @@ fn evaluate(
     let latest_moved = |g: &GroupState| {
         cfg.written_p == WrittenP::IntervalMean && g.moves(WrittenP::Latest, min_change)
     };
-    let due = g.due_ns.is_none_or(|t| now_ns >= t);
+    let due = g.due_ns.is_none_or(|t| now_ns >= on_grid(t, grid_ns));
     if !moved {
         // Within a quantum of what the switch has.
         g.pending = latest_moved(g);
@@ -598,6 +630,54 @@ mod tests {
         out.clear();
         p.on_probability(1, 98.5, 1, &mut out); // 251.175 → 251: moves 1 < 3
         assert!(out.is_empty());
+    }
+
+    /// Two groups whose intervals end 0.8 ms apart are written together at the next grid
+    /// instant (a quarter of the 10 ms interval); without a grid, each at its own interval's end.
+    #[test]
+    fn deferred_writes_leave_together_on_the_grid() {
+        let run = |fraction: f64| {
+            let cfg = WeightsConfig {
+                min_update_interval_line_bytes: 10_000 * 1_250,
+                min_update_interval_buffer_drains: 0.0,
+                write_grid_fraction: fraction,
+                written_p: WrittenP::Latest,
+                ..WeightsConfig::default()
+            };
+            let mut p = WeightPlanner::new(cfg).unwrap();
+            for (group_id, port) in [(1, 1), (2, 2)] {
+                let dp = DecisionPoint {
+                    group_id,
+                    minimal_port: port,
+                    n_nonminimal: 2,
+                    equal_cost: false,
+                };
+                p.add_group(dp, None).unwrap();
+            }
+            let mut out = Vec::new();
+            p.on_probability(1, 60.0, 300_000, &mut out);
+            p.on_probability(2, 60.0, 1_100_000, &mut out);
+            assert_eq!(out.len(), 2, "first writes are never delayed");
+            out.clear();
+            p.on_probability(1, 40.0, 2 * MS, &mut out);
+            p.on_probability(2, 40.0, 4 * MS, &mut out);
+            assert!(out.is_empty());
+            // Wake at each deadline, as the shell does, and note when each group is written.
+            let mut when = Vec::new();
+            while let Some(d) = p.next_deadline_ns() {
+                p.tick(d, &mut out);
+                when.extend(out.drain(..).map(|w| (w.group_id, d)));
+            }
+            (p.grid_ns(), when)
+        };
+        assert_eq!(run(0.25), (2_500_000, vec![(1, 12_500_000), (2, 12_500_000)]));
+        assert_eq!(run(0.0), (0, vec![(1, 10_300_000), (2, 11_100_000)]));
+        assert!(WeightsConfig {
+            write_grid_fraction: 1.5,
+            ..WeightsConfig::default()
+        }
+        .validate()
+        .is_err());
     }
 
     #[test]

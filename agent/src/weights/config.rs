@@ -24,6 +24,14 @@ pub struct WeightsConfig {
     /// A floor on that interval, µs, for switches whose group rewrites cost more than the link
     /// rate suggests. Default 0.
     pub min_update_interval_floor_us: u64,
+    /// Deferred writes leave on a grid: instants that are multiples of this fraction of the
+    /// shortest write interval among the switch's groups (on the agent's clock, shared by every
+    /// switch one agent serves). Open vSwitch re-translates every datapath flow after a group
+    /// MODIFY, once per batch of MODIFYs that arrive together; writes released one by one as
+    /// each group's interval ends cost one such pass each (mininet/README.md "Writes on a
+    /// grid"). A deferred write waits at most this fraction of its interval more. Default 0.25;
+    /// 0 = off (each group's write leaves when its own interval ends).
+    pub write_grid_fraction: f64,
     /// A write is considered only when some bucket weight moves by at least this many quanta
     /// (1/255 each). Default 1: any change OVS can represent.
     pub min_change_quanta: u16,
@@ -58,6 +66,7 @@ impl Default for WeightsConfig {
             min_update_interval_buffer_drains: 24.0,
             min_update_interval_floor_us: 0,
             min_change_quanta: 1,
+            write_grid_fraction: 0.25,
             written_p: WrittenP::IntervalMean,
             group_overrides: vec![],
         }
@@ -107,6 +116,12 @@ impl WeightsConfig {
             "weights.min_update_interval_buffer_drains",
             self.min_update_interval_buffer_drains,
             "a finite number ≥ 0",
+        )?;
+        check(
+            (0.0..=1.0).contains(&self.write_grid_fraction),
+            "weights.write_grid_fraction",
+            self.write_grid_fraction,
+            "0 ≤ write_grid_fraction ≤ 1",
         )?;
         check(
             (1..=fabricflow_proto::select_weights::WEIGHT_QUANTA).contains(&self.min_change_quanta),
