@@ -670,7 +670,10 @@ mod tests {
             }
             (p.grid_ns(), when)
         };
-        assert_eq!(run(0.25), (2_500_000, vec![(1, 12_500_000), (2, 12_500_000)]));
+        assert_eq!(
+            run(0.25),
+            (2_500_000, vec![(1, 12_500_000), (2, 12_500_000)])
+        );
         assert_eq!(run(0.0), (0, vec![(1, 10_300_000), (2, 11_100_000)]));
         assert!(WeightsConfig {
             write_grid_fraction: 1.5,
