@@ -23,7 +23,8 @@
 //!    OFPMP_PORT_STATS is polled every `port_stats_period` and tx_bytes deltas become
 //!    `BytesSent` (or, with [`ByteCounter::MinimalBucket`], OFPMP_GROUP is polled and the
 //!    deltas of each decision point's bucket 0 become `BytesSent` for its minimal port);
-//!    `Tick` runs when the policy's idle timer is due (every `tick_period` under DRB). Changed probabilities go through the
+//!    `Tick` runs when the policy's idle timer is due (every `tick_period` under DRB).
+//!    Changed probabilities go through the
 //!    [`WeightPlanner`](crate::weights::WeightPlanner); its writes become GROUP_MOD MODIFY
 //!    messages that keep every bucket's actions and watch port/group and change only the
 //!    weights.
