@@ -71,6 +71,10 @@ class RunResult:
     # measure.fabric_tx_mbytes(): "switch:port" -> MB every switch-to-switch port sent in the
     # run (warm-up included); None when not read.
     fabric_tx_mbytes: dict | None = None
+    # [(t s, Mb/s)]: what every switch delivered to its hosts between consecutive samples of
+    # measure.SwitchSampler (about a second apart, t from the clients' release): the fabric's
+    # own clock, where agg_series adds up each receiver's seconds from its own test start.
+    delivered_series: list | None = None
 
     def stats(self):
         """Flow statistics and how they compare with the optimum (any routing, maximum
@@ -92,7 +96,8 @@ class RunResult:
                     port_stats=self.port_stats, throttle=self.throttle,
                     policy_events=self.policy_events, cp_counters=self.cp_counters,
                     tcp_retransmits=self.tcp_retransmits,
-                    ramp_s=self.ramp_s, fabric_tx_mbytes=self.fabric_tx_mbytes,
+                    ramp_s=self.ramp_s, delivered_series=self.delivered_series,
+                    fabric_tx_mbytes=self.fabric_tx_mbytes,
                     fabric_ports_carrying=(measure.ports_carrying(self.fabric_tx_mbytes)
                                            if self.fabric_tx_mbytes else None),
                     per_flow_mbps={k: round(v, 4) for k, v in self.per_flow_mbps.items()})

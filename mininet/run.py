@@ -131,6 +131,8 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
         fabric_tx = measure.fabric_tx_mbytes(fn)
         timings = dict(fn.timings)
         settings = fn.settings()
+        cgroup = traffic.traffic_cgroup()
+        settings["traffic_cpu_cgroup"] = str(cgroup.parent) if cgroup else None
         per_flow, series, errors = {}, {}, {}
         for label, path in files.items():
             samples, err = measure.parse_iperf(path)
@@ -178,6 +180,10 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
     ramp = measure.ramp_s(agg_series, args.warmup, args.duration + 0.5)
     if ramp is not None:
         print(f"   ramp: at 90 % of the window's median aggregate after {ramp} s", flush=True)
+    delivered = {}  # per sample: every switch shares the sample's instant
+    for pts in sw_rates.values():
+        for t, v in pts:
+            delivered[t] = delivered.get(t, 0.0) + v
     g0 = {}
     for sw, pts in sw_rates.items():
         if sw in group0:
@@ -196,7 +202,8 @@ def run_one(args, rates, mode, rep, outdir, bound=None):
                          for (sw, port), v in _p_window(p_series, args, group0).items()},
         csv=str(csv_path), p_csv=str(p_csv) if p_csv else None, settings=settings,
         cpu_percent=cpu_percent, bound=bound, ceiling_routing=mode.ceiling(),
-        port_stats=port_stats, throttle=throttle, tcp_retransmits=retrans, ramp_s=ramp)
+        port_stats=port_stats, throttle=throttle, tcp_retransmits=retrans, ramp_s=ramp,
+        delivered_series=[(t, round(v, 2)) for t, v in sorted(delivered.items())])
 
 
 def port_report(csv_path, report_dir, sampler, top=5):

@@ -20,6 +20,7 @@ flow on its own port, client output ``-i 1 --json``.
 import json
 import subprocess
 import time
+from pathlib import Path
 
 from fflaunch import wait_until
 from fftopo import ensure_controller_bin
@@ -69,11 +70,62 @@ def bound(spec, name, seed, rates, routings=BOUND_ROUTINGS):
 DEFAULT_TCP_CC = "cubic"
 
 
+# The hosts' traffic processes share one CPU cgroup at the least weight (cgroup v1 cpu.shares
+# 2, v2 cpu.weight 1): they get what the switches leave. iperf3 3.12 busy-loops in pselect on a
+# congested fabric, and nice does not hold it back: every Mininet host is its own session, so
+# the kernel's autogroup scheduling gives each host's processes the weight of ovs-vswitchd
+# whatever their nice value, and 72 spinning hosts left the switch a tenth of a core for the
+# first 6-13 s of a run (mininet/README.md "The traffic's CPU").
+TRAFFIC_CGROUP_V1 = Path("/sys/fs/cgroup/cpu/fabricflow-traffic")
+TRAFFIC_CGROUP_V2 = Path("/sys/fs/cgroup/fabricflow-traffic")
+
+
+def _write(path, text):
+    try:
+        path.write_text(text)
+        return True
+    except OSError:
+        return False
+
+
+def traffic_cgroup():
+    """The `cgroup.procs` file of the traffic's CPU cgroup (created on first use), or None
+    where this machine offers neither hierarchy's cpu controller (then nice alone applies)."""
+    if Path("/sys/fs/cgroup/cpu/cpu.shares").exists():
+        try:
+            TRAFFIC_CGROUP_V1.mkdir(exist_ok=True)
+        except OSError:
+            return None
+        if _write(TRAFFIC_CGROUP_V1 / "cpu.shares", "2"):
+            return TRAFFIC_CGROUP_V1 / "cgroup.procs"
+        return None
+    root = Path("/sys/fs/cgroup")
+    try:
+        if "cpu" not in (root / "cgroup.controllers").read_text().split():
+            return None
+    except OSError:
+        return None
+    _write(root / "cgroup.subtree_control", "+cpu")
+    try:
+        TRAFFIC_CGROUP_V2.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    if _write(TRAFFIC_CGROUP_V2 / "cpu.weight", "1"):
+        return TRAFFIC_CGROUP_V2 / "cgroup.procs"
+    return None
+
+
+def into_traffic_cgroup(procs, popen):
+    """Moves a just-started host process (`popen`: Mininet's popen, which execs the command in
+    place) into the traffic's cgroup (`procs`: traffic_cgroup()); what it execs or forks later
+    stays there. From the harness: inside a host, /sys is the host's own and has no cgroups."""
+    if procs is not None:
+        _write(procs, str(popen.pid))
+    return popen
+
+
 def client_shell(go, iperf_args):
-    """One iperf3 client's shell command: wait for the `go` file, then iperf3 at nice 19.
-    iperf3 3.12's client can busy-loop in pselect on a congested fabric; at normal priority the
-    spinning clients starve ovs-vswitchd and the fabric slows further (mininet/README.md
-    "Traffic notes")."""
+    """One iperf3 client's shell command: wait for the `go` file, then iperf3 at nice 19."""
     return f"while [ ! -e {go} ]; do sleep 0.02; done; exec nice -n 19 iperf3 {iperf_args}"
 
 
@@ -85,6 +137,7 @@ def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=No
     senders' TCP congestion control (None: the host's default); `client_args` go to every
     client (e.g. ("--fq-rate", "6M"): socket pacing below the links' rate)."""
     outdir.mkdir(parents=True, exist_ok=True)
+    procs = traffic_cgroup()
     servers, clients, files = [], [], {}
     by_dst = {}
     for i, (src, dst) in enumerate(flows):
@@ -94,9 +147,9 @@ def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=No
         # bytes handed to its socket, which runs ahead of delivery under congestion.
         files[f"{src}->{dst}"] = outdir / f"flow{i:03d}.server.json"
         with open(files[f"{src}->{dst}"], "w") as out:  # the child keeps its own copy
-            servers.append(fn.host_popen(
+            servers.append(into_traffic_cgroup(procs, fn.host_popen(
                 d, ["iperf3", "-s", "-1", "-p", str(port), "-i", "1", "--json"],
-                stdout=out, stderr=subprocess.STDOUT))
+                stdout=out, stderr=subprocess.STDOUT)))
         by_dst.setdefault(d, []).append(port)
 
     def listening():
@@ -115,11 +168,11 @@ def run_iperf(fn, flows, duration, outdir, streams=4, base_port=5301, on_tick=No
         path = outdir / f"flow{i:03d}.client.json"
         ip = fn.fabric.host(dst)["ip"]
         cmd = client_shell(go, f"-c {ip} -p {base_port + i} -t {duration} -P {streams} -i 1 "
-                                f"--json --connect-timeout 5000{f' -C {cc}' if cc else ''}"
-                                f"{''.join(' ' + a for a in client_args)}")
+                               f"--json --connect-timeout 5000{f' -C {cc}' if cc else ''}"
+                               f"{''.join(' ' + a for a in client_args)}")
         with open(path, "w") as out:
-            clients.append(fn.host_popen(fn.node(src), ["sh", "-c", cmd],
-                                         stdout=out, stderr=subprocess.STDOUT))
+            clients.append(into_traffic_cgroup(procs, fn.host_popen(
+                fn.node(src), ["sh", "-c", cmd], stdout=out, stderr=subprocess.STDOUT)))
     go.touch()
     if on_tick:
         on_tick()  # the baseline sample, at the moment the clients are released
