@@ -342,6 +342,19 @@ class Summaries(unittest.TestCase):
         self.assertIn("while [ ! -e /tmp/x/go ]", wait)
         self.assertEqual(run, "exec nice -n 19 iperf3 -c 10.0.0.1 -p 5301")
 
+    def test_a_host_process_is_moved_into_the_traffic_cgroup_by_its_pid(self):
+        class Popen:
+            pid = 4242
+        with tempfile.TemporaryDirectory() as d:
+            procs = Path(d) / "cgroup.procs"
+            p = Popen()
+            self.assertIs(traffic.into_traffic_cgroup(procs, p), p)
+            self.assertEqual(procs.read_text(), "4242")
+            # Without a cgroup nothing is written and the process is returned as it is.
+            self.assertIs(traffic.into_traffic_cgroup(None, p), p)
+            # A cgroup that refuses the write (the process gone) is not an error.
+            self.assertIs(traffic.into_traffic_cgroup(Path(d) / "no" / "procs", p), p)
+
     def test_ports_carrying_counts_data_ports_not_control_or_acks(self):
         # Two data ports, an ACK port (3 % of a data port's bytes), an LLDP-only port.
         tx = {"a:1": 6.4, "a:2": 2.2, "b:1": 0.19, "b:2": 0.001, "c:1": None}
