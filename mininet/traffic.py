@@ -88,17 +88,20 @@ def _write(path, text):
         return False
 
 
+def _cgroup(path, knob, value):
+    """Creates cgroup `path` with `knob` = `value`: its `cgroup.procs`, or None if refused."""
+    try:
+        path.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return path / "cgroup.procs" if _write(path / knob, value) else None
+
+
 def traffic_cgroup():
     """The `cgroup.procs` file of the traffic's CPU cgroup (created on first use), or None
     where this machine offers neither hierarchy's cpu controller (then nice alone applies)."""
     if Path("/sys/fs/cgroup/cpu/cpu.shares").exists():
-        try:
-            TRAFFIC_CGROUP_V1.mkdir(exist_ok=True)
-        except OSError:
-            return None
-        if _write(TRAFFIC_CGROUP_V1 / "cpu.shares", "2"):
-            return TRAFFIC_CGROUP_V1 / "cgroup.procs"
-        return None
+        return _cgroup(TRAFFIC_CGROUP_V1, "cpu.shares", "2")
     root = Path("/sys/fs/cgroup")
     try:
         if "cpu" not in (root / "cgroup.controllers").read_text().split():
@@ -106,13 +109,7 @@ def traffic_cgroup():
     except OSError:
         return None
     _write(root / "cgroup.subtree_control", "+cpu")
-    try:
-        TRAFFIC_CGROUP_V2.mkdir(exist_ok=True)
-    except OSError:
-        return None
-    if _write(TRAFFIC_CGROUP_V2 / "cpu.weight", "1"):
-        return TRAFFIC_CGROUP_V2 / "cgroup.procs"
-    return None
+    return _cgroup(TRAFFIC_CGROUP_V2, "cpu.weight", "1")
 
 
 def into_traffic_cgroup(procs, popen):
