@@ -74,7 +74,7 @@ DEFAULT_TCP_CC = "cubic"
 # 2, v2 cpu.weight 1): they get what the switches leave. iperf3 3.12 busy-loops in pselect on a
 # congested fabric, and nice does not hold it back: every Mininet host is its own session, so
 # the kernel's autogroup scheduling gives each host's processes the weight of ovs-vswitchd
-# whatever their nice value, and 72 spinning hosts left the switch a tenth of a core for the
+# whatever their nice value, and 72 spinning hosts left the switch 10-40 % of a core for the
 # first 6-13 s of a run (mininet/README.md "The traffic's CPU").
 TRAFFIC_CGROUP_V1 = Path("/sys/fs/cgroup/cpu/fabricflow-traffic")
 TRAFFIC_CGROUP_V2 = Path("/sys/fs/cgroup/fabricflow-traffic")
