@@ -45,6 +45,7 @@ import subprocess
 import tempfile
 import time
 import tomllib
+import urllib.parse
 import urllib.request
 from functools import partial
 from pathlib import Path
@@ -575,10 +576,12 @@ class FabricNet:
         """The agent's `/api/v1/state` (switch name -> view)."""
         return self._http_json(self.agent_http_port, "/api/v1/state")
 
-    def agent_metrics(self):
-        """The agent's `/metrics` as {(name, ((label, value), ...)): float}."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.agent_http_port}/metrics",
-                                    timeout=3) as r:
+    def agent_metrics(self, names=()):
+        """The agent's `/metrics` as {(name, ((label, value), ...)): float}: every family, or
+        only those `names` gives (the agent renders and this parses only those)."""
+        query = urllib.parse.urlencode([("name", n) for n in names])
+        url = f"http://127.0.0.1:{self.agent_http_port}/metrics" + (f"?{query}" if query else "")
+        with urllib.request.urlopen(url, timeout=3) as r:
             return parse_prometheus(r.read().decode())
 
     def _agent_metrics_or_none(self):

@@ -159,7 +159,7 @@ class SwitchSampler:
         self.samples.append((now, read_host_rx_bytes(self.fn)))
         if getattr(self.fn, "agent_variant", None):
             try:
-                m = self.fn.agent_metrics()
+                m = self.fn.agent_metrics(names=("fabricflow_agent_p_percent",))
             except OSError:
                 return
             ps = {}
