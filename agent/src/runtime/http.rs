@@ -62,10 +62,7 @@ async fn state(State(http): State<Http>) -> impl IntoResponse {
 /// The whole exposition, or only the families the `name` parameters select
 /// (`/metrics?name=fabricflow_agent_p_percent`): a scraper that wants P every second need not
 /// pay for every family of every switch (346 KB on 36 switches).
-async fn metrics(
-    State(http): State<Http>,
-    Query(query): Query<Vec<(String, String)>>,
-) -> Response {
+async fn metrics(State(http): State<Http>, Query(query): Query<Vec<(String, String)>>) -> Response {
     let rendered = if query.is_empty() {
         render(&http.metrics)
     } else {
@@ -119,24 +116,23 @@ pub enum MetricsQueryError {
 /// The families the query's `name` parameters select, in exposition order; a counter answers
 /// to its family name and to its samples' `_total` name.
 fn select(query: &[(String, String)]) -> Result<Vec<&'static Family>, MetricsQueryError> {
-    let mut wanted = vec![false; FAMILIES.len()];
+    let mut wanted: Vec<&'static str> = Vec::new();
     for (key, name) in query {
         if key != "name" {
             return Err(MetricsQueryError::UnknownParameter(key.clone()));
         }
-        let i = FAMILIES
+        let family = FAMILIES
             .iter()
-            .position(|f| {
+            .find(|f| {
                 f.name == name
                     || (matches!(f.kind, Counter) && name.strip_suffix("_total") == Some(f.name))
             })
             .ok_or_else(|| MetricsQueryError::UnknownFamily(name.clone()))?;
-        wanted[i] = true;
+        wanted.push(family.name);
     }
     Ok(FAMILIES
         .iter()
-        .zip(wanted)
-        .filter_map(|(f, w)| w.then_some(f))
+        .filter(|f| wanted.contains(&f.name))
         .collect())
 }
 
@@ -833,7 +829,10 @@ mod tests {
         assert!(!body.contains("fabricflow_agent_connected"), "{body}");
         let (head, body) = bad.split_once("\r\n\r\n").unwrap();
         assert!(head.starts_with("HTTP/1.0 400 "), "{head}");
-        assert_eq!(body, "no metric family named \"fabricflow_agent_nonesuch\"\n");
+        assert_eq!(
+            body,
+            "no metric family named \"fabricflow_agent_nonesuch\"\n"
+        );
     }
 
     const EXPECTED: &str = r#"# HELP fabricflow_agent_connected 1 while the switch connection is up.
