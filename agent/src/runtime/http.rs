@@ -724,23 +724,33 @@ mod tests {
         assert!(text.ends_with("# EOF\n"));
     }
 
-    /// Over HTTP: OpenMetrics content type and the exposition.
-    #[tokio::test]
-    async fn serves_openmetrics() {
+    /// The raw HTTP/1.0 responses of a server on [`sample`] to a GET of each path in turn.
+    async fn get(paths: &[&str]) -> Vec<String> {
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop_tx, stop) = watch::channel(false);
         let server = tokio::spawn(serve(listener, registry(sample()), stop));
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
-            .await
-            .unwrap();
-        let mut response = String::new();
-        s.read_to_string(&mut response).await.unwrap();
+        let mut responses = Vec::new();
+        for path in paths {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+                .await
+                .unwrap();
+            let mut response = String::new();
+            s.read_to_string(&mut response).await.unwrap();
+            responses.push(response);
+        }
         stop_tx.send(true).unwrap();
         server.await.unwrap().unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        responses
+    }
+
+    /// Over HTTP: OpenMetrics content type and the exposition.
+    #[tokio::test]
+    async fn serves_openmetrics() {
+        let responses = get(&["/metrics"]).await;
+        let (head, body) = responses[0].split_once("\r\n\r\n").unwrap();
         assert!(head.starts_with("HTTP/1.0 200 OK\r\n"), "{head}");
         assert!(
             head.to_ascii_lowercase().contains(
@@ -805,24 +815,12 @@ mod tests {
     /// Over HTTP: a query selects, a bad one is a 400 naming what is wrong.
     #[tokio::test]
     async fn serves_selected_families_and_refuses_unknown_ones() {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop_tx, stop) = watch::channel(false);
-        let server = tokio::spawn(serve(listener, registry(sample()), stop));
-        let get = |path: &'static str| async move {
-            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-            s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
-                .await
-                .unwrap();
-            let mut response = String::new();
-            s.read_to_string(&mut response).await.unwrap();
-            response
-        };
-        let ok = get("/metrics?name=fabricflow_agent_p_percent").await;
-        let bad = get("/metrics?name=fabricflow_agent_nonesuch").await;
-        stop_tx.send(true).unwrap();
-        server.await.unwrap().unwrap();
+        let responses = get(&[
+            "/metrics?name=fabricflow_agent_p_percent",
+            "/metrics?name=fabricflow_agent_nonesuch",
+        ])
+        .await;
+        let (ok, bad) = (&responses[0], &responses[1]);
         let (head, body) = ok.split_once("\r\n\r\n").unwrap();
         assert!(head.starts_with("HTTP/1.0 200 OK\r\n"), "{head}");
         assert!(body.contains("\nfabricflow_agent_p_percent{switch=\"s0\",port=\"3\"} 50.5\n"));
